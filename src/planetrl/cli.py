@@ -1,0 +1,183 @@
+"""The `planetrl` command line."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import textwrap
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from planetrl import config as config_lib
+
+
+def _config_epilog() -> str:
+    lines = ["configuration keys (use --set KEY=VALUE):"]
+    for key, value, help_text in config_lib.describe():
+        lines.append(f"  {key} = {value!r}")
+        lines.extend(textwrap.wrap(help_text, 72, initial_indent="      ", subsequent_indent="      "))
+    lines.append(f"presets: {', '.join(sorted(config_lib.PRESETS))}")
+    return "\n".join(lines)
+
+
+def _add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", choices=sorted(config_lib.PRESETS),
+                        help="named block of config overrides, applied before --set")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one config value, e.g. --set env.image_size=64 (repeatable)")
+    parser.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
+
+
+def _resolve_config(args: argparse.Namespace, extra: dict[str, object]) -> config_lib.Config:
+    cfg = config_lib.build(args.preset, args.overrides)
+    updates = {k: v for k, v in extra.items() if v is not None}
+    if getattr(args, "seed", None) is not None:
+        updates["run.seed"] = args.seed
+    return config_lib.set_values(cfg, updates)
+
+
+# ---------------------------------------------------------------- tasks
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from planetrl.config import EnvConfig
+    from planetrl.envs.make import decisions_per_episode, make_env
+    from planetrl.envs.registry import resolve, task_names
+
+    names = args.names or task_names()
+    print(f"{'task':<20} {'repeat':>6} {'env steps':>9} {'decisions':>9} {'image':>7}  observation / action")
+    for name in names:
+        spec = resolve(name)
+        cfg = EnvConfig(task=name, image_size=spec.image_size)
+        line = f"{name:<20} {spec.action_repeat:>6} {spec.episode_steps or '-':>9} " \
+               f"{decisions_per_episode(cfg, spec) or '-':>9} {spec.image_size:>4}px"
+        if args.no_spaces:
+            print(line)
+            continue
+        env = make_env(cfg, spec=spec)
+        try:
+            obs = ", ".join(f"{k} {s.shape} {s.dtype}" for k, s in env.observation_space.spaces.items())
+            print(f"{line}  {obs} / {env.action_space}")
+        finally:
+            env.close()
+    print("\nalso: gym:<Gymnasium id> (pixels from render()), dmc:<domain>-<task> (any DMC suite task)")
+    return 0
+
+
+# ---------------------------------------------------------------- collect
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from planetrl.agents.random import RandomAgent
+    from planetrl.data.episodes import EpisodeWriter, read_episode
+    from planetrl.envs.make import make_batch_env
+    from planetrl.training.driver import Driver
+    from planetrl.viz import write_gif
+
+    if args.episodes < 1:
+        raise config_lib.ConfigError(f"--episodes must be at least 1, got {args.episodes}")
+    cfg = _resolve_config(args, {"env.task": args.task, "env.processes": args.processes})
+    count = max(cfg.env.processes, 1)
+    outdir = Path(args.outdir)
+    start = time.time()
+    env = make_batch_env(cfg.env, count, seed=cfg.run.seed)
+    try:
+        discrete = getattr(env.action_space, "n", None)
+        writer = EpisodeWriter(outdir, num_actions=int(discrete) if discrete else None)
+        agent = RandomAgent(env.action_space, len(env), seed=cfg.run.seed)
+        driver = Driver(env, agent, [writer], seed=cfg.run.seed)
+        with tqdm(total=args.episodes, desc=f"collect {cfg.env.task}", unit="episode") as bar:
+            results = driver.run(args.episodes, progress=bar)
+    finally:
+        env.close()
+    elapsed = time.time() - start
+    scores = np.array([r.score for r in results])
+    steps = sum(r.length for r in results)
+    print(f"wrote {len(writer.written)} episodes to {outdir}/ "
+          f"(return {scores.mean():.1f} +- {scores.std():.1f}, {steps} decisions, {steps / elapsed:.1f}/s)")
+    if args.gif:
+        episode = read_episode(writer.written[0])
+        path = write_gif(episode["image"], outdir / "episode.gif", fps=args.fps, scale=args.gif_scale)
+        print(f"GIF of one episode: {path}")
+    return 0
+
+
+# ---------------------------------------------------------------- config
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    cfg = _resolve_config(args, {})
+    print(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False), end="")
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="planetrl", description="Model-based RL from pixels: PlaNet world models and CEM planning.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    tasks = commands.add_parser("tasks", help="list registered tasks, their defaults and spaces",
+                                description="List every registered task with its action repeat, episode "
+                                            "length, image size, observation and action spaces.")
+    tasks.add_argument("names", nargs="*", help="tasks to show (default: all registered tasks)")
+    tasks.add_argument("--no-spaces", action="store_true",
+                       help="skip building each env, so the spaces are not shown (faster)")
+    tasks.set_defaults(func=cmd_tasks)
+
+    collect = commands.add_parser(
+        "collect", help="collect random-agent episodes to .npz files",
+        description="Run the uniform random agent and write one .npz file per finished episode "
+                    "(the format the training loop reads).",
+        epilog=_config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    collect.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
+    collect.add_argument("--episodes", type=int, default=5, help="number of episodes to write (default 5)")
+    collect.add_argument("--outdir", required=True, help="directory for the episode files")
+    collect.add_argument("--processes", type=int,
+                         help="envs stepped in parallel, each in its own process; 0 = one env in-process "
+                              "(env.processes)")
+    collect.add_argument("--gif", action="store_true", help="also write OUTDIR/episode.gif of the first episode")
+    collect.add_argument("--gif-scale", type=int, default=2, help="integer upscaling of the GIF frames (default 2)")
+    collect.add_argument("--fps", type=float, default=20.0, help="GIF frame rate (default 20)")
+    _add_config_options(collect)
+    collect.set_defaults(func=cmd_collect)
+
+    show = commands.add_parser("config", help="print the resolved configuration as YAML",
+                               description="Print the configuration that a preset and overrides resolve to.",
+                               epilog=_config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_config_options(show)
+    show.set_defaults(func=cmd_config)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (config_lib.ConfigError, ValueError) as error:
+        print(f"planetrl {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""Typed, frozen configuration: sections, presets, dotted overrides, YAML.
+
+Every field carries a one-line help text and optional bounds or choices, so a
+bad value fails with a message naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration key or value that is not allowed."""
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    choices: tuple[Any, ...] | None = None,
+) -> Any:
+    """A dataclass field with its help line and the values it allows."""
+    meta = {"help": help, "low": low, "high": high, "choices": choices}
+    if isinstance(default, (list, dict)):
+        raise TypeError("use tuples for sequence defaults; configs are immutable")
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Which task to run and how its observations are produced."""
+
+    task: str = option("cartpole-swingup", "Registered task name (see `planetrl tasks`).")
+    image_size: int = option(64, "Height and width of image observations in pixels.", low=16, high=512)
+    action_repeat: int = option(0, "Environment steps per decision; 0 takes the task's default.", low=0)
+    episode_steps: int = option(0, "Environment steps per episode; 0 takes the task's default.", low=0)
+    fast_render: bool = option(False, "DMC: shadows and multisampling off (about 5x faster rendering).")
+    processes: int = option(1, "Environment processes for collection; 0 runs the env in-process.", low=0)
+    start_method: str = option("spawn", "multiprocessing start method for env processes.",
+                               choices=("spawn", "forkserver", "fork"))
+    max_restarts: int = option(5, "Simulator crashes tolerated within restart_window seconds.", low=0)
+    restart_window: float = option(600.0, "Seconds over which simulator crashes are counted.", low=0.0)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Seed, device and bookkeeping that every command shares."""
+
+    seed: int = option(0, "Seed from which every source of randomness derives.", low=0)
+    device: str = option("auto", "Torch device: auto picks cuda when available.", choices=("auto", "cpu", "cuda"))
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole configuration of a planetrl run."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "env.image_size": 64,
+        "env.fast_render": False,
+    },
+    "debug": {
+        "env.task": "mock",
+        "env.image_size": 16,
+        "env.processes": 0,
+    },
+    "cpu": {
+        "env.fast_render": True,
+    },
+}
+"""Named override blocks, applied before `--set` overrides."""
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _section_fields(cfg: Any) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in fields(cfg)}
+
+
+def _unknown_key(key: str, valid: list[str]) -> ConfigError:
+    close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else f" Valid keys: {', '.join(sorted(valid))}."
+    return ConfigError(f"Unknown config key '{key}'.{hint}")
+
+
+def all_keys(cfg: Config | None = None) -> list[str]:
+    """Every dotted key `section.name` of the configuration."""
+    cfg = cfg or Config()
+    return [f"{s.name}.{f.name}" for s in fields(cfg) for f in fields(getattr(cfg, s.name))]
+
+
+def describe(cfg: Config | None = None) -> list[tuple[str, Any, str]]:
+    """(key, value, help) for every field, for `--help` listings."""
+    cfg = cfg or Config()
+    rows = []
+    for s in fields(cfg):
+        section = getattr(cfg, s.name)
+        for f in fields(section):
+            rows.append((f"{s.name}.{f.name}", getattr(section, f.name), f.metadata.get("help", "")))
+    return rows
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp))
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """Convert a parsed value to the field type, or fail naming key and type."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        for option_tp in options:
+            if option_tp is type(None):
+                continue
+            try:
+                return _coerce(key, value, option_tp)
+            except ConfigError:
+                continue
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: {tp}.")
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: {', '.join(map(repr, allowed))}.")
+        return value
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a comma-separated list.")
+        args = typing.get_args(tp)
+        item_tp = args[0] if args else str
+        return tuple(_coerce(key, v, item_tp) for v in value)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+            return value.lower() in ("true", "1", "yes")
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: true or false.")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: an integer.")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                number = None
+            if number is not None and number.is_integer():
+                return int(number)
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: an integer.")
+    if tp is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a number.")
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a number.")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a string.")
+    raise ConfigError(f"Config key '{key}' has unsupported type {_type_name(tp)}.")
+
+
+def _check_range(key: str, value: Any, meta: typing.Mapping[str, Any]) -> None:
+    choices, low, high = meta.get("choices"), meta.get("low"), meta.get("high")
+    if choices is not None and value not in choices:
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: {', '.join(map(repr, choices))}.")
+    if low is not None and value < low:
+        bound = f"at most {high}" if high is not None else "no upper bound"
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: at least {low} ({bound}).")
+    if high is not None and value > high:
+        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: at most {high}.")
+
+
+def set_values(cfg: Config, overrides: typing.Mapping[str, Any]) -> Config:
+    """Return a copy of `cfg` with dotted keys replaced, each one validated."""
+    valid = all_keys(cfg)
+    sections: dict[str, dict[str, Any]] = {}
+    for key, raw in overrides.items():
+        if key not in valid:
+            raise _unknown_key(key, valid)
+        section_name, name = key.split(".", 1)
+        section = getattr(cfg, section_name)
+        f = _section_fields(section)[name]
+        hints = typing.get_type_hints(type(section))
+        value = _coerce(key, raw, hints[name])
+        _check_range(key, value, f.metadata)
+        sections.setdefault(section_name, {})[name] = value
+    for section_name, values in sections.items():
+        cfg = replace(cfg, **{section_name: replace(getattr(cfg, section_name), **values)})
+    return cfg
+
+
+def parse_assignments(items: typing.Iterable[str]) -> dict[str, Any]:
+    """Parse `key=value` strings; values are read as YAML scalars."""
+    result = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"Override '{item}' is not of the form section.key=value.")
+        key, text = item.split("=", 1)
+        value = yaml.safe_load(text) if text.strip() else ""
+        result[key.strip()] = value
+    return result
+
+
+def build(preset: str | None = None, overrides: typing.Iterable[str] = (), base: Config | None = None) -> Config:
+    """Defaults, then the named preset, then `section.key=value` overrides."""
+    cfg = base or Config()
+    if preset:
+        if preset not in PRESETS:
+            raise ConfigError(f"Unknown preset '{preset}'; allowed: {', '.join(sorted(PRESETS))}.")
+        cfg = set_values(cfg, PRESETS[preset])
+    return set_values(cfg, parse_assignments(overrides))
+
+
+# ---------------------------------------------------------------- YAML
+
+
+def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
+    """Nested plain dict (tuples become lists) for YAML."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in fields(cfg):
+        section = getattr(cfg, s.name)
+        out[s.name] = {
+            f.name: list(v) if isinstance(v := getattr(section, f.name), tuple) else v for f in fields(section)
+        }
+    return out
+
+
+def from_dict(data: typing.Mapping[str, Any]) -> Config:
+    """Inverse of `to_dict`; unknown keys are errors."""
+    flat = {}
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            raise ConfigError(f"Config section '{section}' must be a mapping, got {values!r}.")
+        for key, value in values.items():
+            flat[f"{section}.{key}"] = value
+    return set_values(Config(), flat)
+
+
+def save(cfg: Config, path: str | Path) -> None:
+    """Write the config as YAML."""
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+
+
+def load(path: str | Path) -> Config:
+    """Read a config written by `save`, with a safe YAML loader."""
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    return from_dict(data)
+
+
+def differences(old: Config, new: Config) -> list[tuple[str, Any, Any]]:
+    """(key, old, new) for every field whose value differs."""
+    a, b = to_dict(old), to_dict(new)
+    return [
+        (f"{s}.{k}", a[s][k], b[s][k]) for s in a for k in a[s] if a[s][k] != b[s][k]
+    ]

@@ -1,0 +1,133 @@
+"""Task registry: a task name maps to a constructor and its defaults.
+
+Registering a task from user code::
+
+    from planetrl.envs.registry import TaskSpec, register
+
+    def make_my_env(size: int, seed: int, fast_render: bool):
+        return MyPixelEnv(size=size, seed=seed)   # a gymnasium.Env with an `image` observation
+
+    register(TaskSpec("my-task", make_my_env, action_repeat=2, episode_steps=500))
+
+The constructor must be a module-level function (environments are built in
+child processes, so it has to be picklable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from planetrl.envs.mock import MockEnv
+
+# The paper's action repeats (REFERENCE.md); every DMC episode is 1000 env steps.
+PAPER_ACTION_REPEAT = {
+    "cartpole-swingup": 8,
+    "cartpole-balance": 8,
+    "reacher-easy": 4,
+    "cheetah-run": 4,
+    "finger-spin": 2,
+    "cup-catch": 4,
+    "walker-walk": 2,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """How to build a task and its defaults.
+
+    `constructor(size=, seed=, fast_render=)` returns a gymnasium.Env whose
+    observation is a dict with a uint8 `image`. `episode_steps` counts raw
+    environment steps (before action repeat); 0 means the env ends episodes itself.
+    """
+
+    name: str
+    constructor: Callable[..., Any]
+    action_repeat: int = 1
+    episode_steps: int = 1000
+    image_size: int = 64
+    family: str = "custom"
+    description: str = ""
+
+
+_REGISTRY: dict[str, TaskSpec] = {}
+
+
+def register(spec: TaskSpec, overwrite: bool = False) -> TaskSpec:
+    """Add a task to the registry; names are unique unless `overwrite`."""
+    if spec.name in _REGISTRY and not overwrite:
+        raise ValueError(f"task '{spec.name}' is already registered")
+    if spec.action_repeat < 1:
+        raise ValueError(f"task '{spec.name}': action_repeat must be at least 1, got {spec.action_repeat}")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def make_dmc(domain: str, task: str, size: int, seed: int, fast_render: bool) -> Any:
+    """Constructor for DeepMind Control Suite tasks."""
+    from planetrl.envs.dmc import DMCEnv
+
+    return DMCEnv(domain, task, size=size, seed=seed, fast_render=fast_render)
+
+
+def make_gym_task(env_id: str, size: int, seed: int, fast_render: bool) -> Any:
+    """Constructor for `gym:ID` tasks."""
+    from planetrl.envs.gym import make_gym
+
+    return make_gym(env_id, size=size)
+
+
+def make_mock(size: int, seed: int, fast_render: bool) -> Any:
+    """Constructor for the `mock` task: 50-step episodes, 2-d actions."""
+    return MockEnv(durations=(50,), image_size=size)
+
+
+def _dmc_spec(name: str) -> TaskSpec:
+    domain, task = name.split("-", 1)
+    return TaskSpec(
+        name, functools.partial(make_dmc, domain, task), action_repeat=PAPER_ACTION_REPEAT.get(name, 2),
+        episode_steps=1000, family="dmc", description=f"DeepMind Control Suite {domain} {task}",
+    )
+
+
+def _gym_spec(name: str) -> TaskSpec:
+    import gymnasium
+
+    env_id = name.split(":", 1)[1]
+    try:
+        registered = gymnasium.spec(env_id)
+    except gymnasium.error.Error as error:
+        raise ValueError(f"unknown Gymnasium id '{env_id}' in task '{name}': {error}") from error
+    steps = registered.max_episode_steps or 1000
+    return TaskSpec(name, functools.partial(make_gym_task, env_id), action_repeat=1, episode_steps=steps,
+                    family="gym", description=f"Gymnasium {env_id}, pixels from render()")
+
+
+for _name in PAPER_ACTION_REPEAT:
+    register(_dmc_spec(_name))
+register(TaskSpec("mock", make_mock, action_repeat=1, episode_steps=0, image_size=16, family="mock",
+                  description="deterministic MockEnv for tests and the debug preset"))
+
+
+def task_names() -> list[str]:
+    """Names of the registered tasks (families like `gym:ID` resolve on demand)."""
+    return sorted(_REGISTRY)
+
+
+def resolve(name: str) -> TaskSpec:
+    """Find a task by name: registered names, `gym:ID`, or any DMC `domain-task`."""
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if name.startswith("gym:"):
+        return _gym_spec(name)
+    if name.startswith("dmc:"):
+        return _dmc_spec(name[4:])
+    close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise ValueError(
+        f"unknown task '{name}'.{hint} Registered: {', '.join(task_names())}; "
+        "also any Gymnasium id as gym:ID and any DMC task as dmc:domain-task."
+    )

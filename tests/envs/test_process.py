@@ -1,0 +1,93 @@
+import functools
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from planetrl.envs.mock import MockEnv
+from planetrl.envs.process import ExternalProcess, RemoteError
+from planetrl.envs.wrappers import EnvCrashed, RestartOnException
+
+
+def test_constructor_error_is_reraised_with_remote_traceback():
+    with pytest.raises(RemoteError) as info:
+        ExternalProcess(functools.partial(MockEnv, durations=(0,)))
+    message = str(info.value)
+    assert "ValueError: durations must be positive" in message
+    assert "traceback in the environment process" in message
+    assert "mock.py" in message
+
+
+def test_step_error_is_reraised_with_remote_traceback():
+    env = ExternalProcess(functools.partial(MockEnv, crash_every=2))
+    try:
+        env.reset()
+        env.step(np.zeros(2, np.float32))
+        with pytest.raises(RemoteError) as info:
+            env.step(np.zeros(2, np.float32))
+        assert "SimulatorCrash: mock simulator failed at step 2" in str(info.value)
+        assert "_maybe_crash" in str(info.value)
+        # The worker survives a Python exception and keeps answering.
+        assert env.reset()[0]["image"].shape == (16, 16, 3)
+    finally:
+        env.close()
+
+
+def test_results_match_an_in_process_env():
+    remote = ExternalProcess(functools.partial(MockEnv, durations=(4,)))
+    local = MockEnv(durations=(4,))
+    try:
+        a, _ = remote.reset(seed=3)
+        b, _ = local.reset(seed=3)
+        np.testing.assert_array_equal(a["image"], b["image"])
+        action = np.array([0.3, -0.2], np.float32)
+        ra, rb = remote.step(action), local.step(action)
+        assert ra[1:4] == rb[1:4]
+        assert remote.action_space == local.action_space
+    finally:
+        remote.close()
+
+
+def test_close_is_idempotent_after_init_and_after_step():
+    env = ExternalProcess(MockEnv)
+    env.close()
+    env.close()
+    env = ExternalProcess(MockEnv)
+    env.reset()
+    env.step(np.zeros(2, np.float32))
+    pid = env.pid
+    env.close()
+    env.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_killed_child_is_reported_as_a_crash_and_closes():
+    env = ExternalProcess(MockEnv)
+    env.reset()
+    os.kill(env.pid, signal.SIGKILL)
+    with pytest.raises(EnvCrashed, match=r"died \(exit code -9\)"):
+        env.step(np.zeros(2, np.float32))
+    env.close()
+
+
+def test_restart_on_exception_survives_a_dying_process():
+    constructor = functools.partial(
+        ExternalProcess, functools.partial(MockEnv, durations=(5,), crash_every=7, crash_mode="exit")
+    )
+    env = RestartOnException(constructor, max_restarts=5)
+    lengths = []
+    try:
+        for _ in range(4):
+            env.reset()
+            length, done = 0, False
+            while not done:
+                _, _, terminated, truncated, _ = env.step(np.zeros(2, np.float32))
+                length += 1
+                done = terminated or truncated
+            lengths.append(length)
+    finally:
+        env.close()
+    assert lengths == [5, 2, 5, 2]
+    assert env.restarts == 2

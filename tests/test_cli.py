@@ -1,0 +1,45 @@
+import subprocess
+import sys
+
+import pytest
+
+from planetrl.cli import build_parser, main
+from planetrl.data.episodes import list_episodes, read_episode
+
+
+def test_collect_writes_episodes_through_processes(tmp_path, capsys):
+    out = tmp_path / "eps"
+    code = main(["collect", "--task", "mock", "--episodes", "3", "--processes", "2", "--outdir", str(out),
+                 "--set", "env.image_size=24", "--gif"])
+    assert code == 0
+    files = list_episodes(out)
+    assert len(files) == 3
+    episode = read_episode(files[0])
+    assert episode["image"].shape == (51, 24, 24, 3)
+    assert (out / "episode.gif").read_bytes()[:6] == b"GIF89a"
+    assert "wrote 3 episodes" in capsys.readouterr().out
+
+
+def test_bad_config_value_is_a_clear_error(tmp_path, capsys):
+    code = main(["collect", "--task", "mock", "--outdir", str(tmp_path), "--set", "env.image_size=7"])
+    assert code == 2
+    assert "env.image_size" in capsys.readouterr().err
+
+
+def test_every_command_and_option_has_help():
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    for name, sub in subparsers.choices.items():
+        for action in sub._actions:
+            if action.dest != "help":
+                assert action.help, f"planetrl {name}: option {action.dest} has no help"
+        result = subprocess.run([sys.executable, "-m", "planetrl.cli", name, "--help"], capture_output=True,
+                                text=True, check=True)
+        assert "usage: planetrl" in result.stdout
+
+
+@pytest.mark.parametrize("args", [["tasks", "mock", "cartpole-swingup"], ["tasks", "--no-spaces"]])
+def test_tasks_lists_defaults(args, capsys):
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "cartpole-swingup" in out and "mock" in out

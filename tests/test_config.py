@@ -1,0 +1,62 @@
+import pytest
+
+from planetrl import config as C
+
+
+def test_defaults_and_presets_resolve():
+    cfg = C.build("debug", ["env.image_size=32", "run.seed=7"])
+    assert cfg.env.task == "mock"
+    assert cfg.env.image_size == 32
+    assert cfg.run.seed == 7
+    assert C.Config().env.task == "cartpole-swingup"
+
+
+def test_unknown_key_names_it_and_suggests_the_closest():
+    with pytest.raises(C.ConfigError) as info:
+        C.build(None, ["env.imagesize=32"])
+    assert "env.imagesize" in str(info.value)
+    assert "env.image_size" in str(info.value)
+
+
+def test_wrong_type_names_key_value_and_allowed():
+    with pytest.raises(C.ConfigError) as info:
+        C.build(None, ["env.image_size=big"])
+    message = str(info.value)
+    assert "env.image_size" in message and "'big'" in message and "integer" in message
+
+
+def test_out_of_range_and_choices():
+    with pytest.raises(C.ConfigError, match=r"env.image_size.*4.*at least 16"):
+        C.build(None, ["env.image_size=4"])
+    with pytest.raises(C.ConfigError, match=r"run.device.*'tpu'.*'cpu'"):
+        C.build(None, ["run.device=tpu"])
+    with pytest.raises(C.ConfigError, match="Unknown preset 'fast'"):
+        C.build("fast")
+    with pytest.raises(C.ConfigError, match="not of the form"):
+        C.build(None, ["env.image_size"])
+
+
+def test_configs_are_frozen():
+    cfg = C.Config()
+    with pytest.raises(AttributeError):
+        cfg.env.task = "x"  # type: ignore[misc]
+
+
+def test_yaml_round_trip(tmp_path):
+    cfg = C.build("debug", ["env.fast_render=true", "env.restart_window=12.5"])
+    C.save(cfg, tmp_path / "config.yaml")
+    loaded = C.load(tmp_path / "config.yaml")
+    assert loaded == cfg
+    assert C.differences(cfg, C.Config())  # debug differs from the defaults
+    assert C.differences(cfg, loaded) == []
+
+
+def test_yaml_with_unknown_key_fails(tmp_path):
+    (tmp_path / "c.yaml").write_text("env:\n  task: mock\n  colour: red\n")
+    with pytest.raises(C.ConfigError, match=r"env\.colour"):
+        C.load(tmp_path / "c.yaml")
+
+
+def test_every_field_has_help():
+    for key, _, help_text in C.describe():
+        assert help_text, f"{key} has no help line"
