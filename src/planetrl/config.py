@@ -53,6 +53,20 @@ class EnvConfig:
 
 
 @dataclass(frozen=True)
+class DataConfig:
+    """Replay bounds, chunking and batching of the episodes the model learns from."""
+
+    batch_size: int = option(50, "Sequences per training batch.", low=1)
+    chunk_length: int = option(50, "Steps per training sequence.", low=2)
+    image_bits: int = option(5, "Bit depth images are reduced to before training.", low=1, high=8)
+    max_episodes: int = option(0, "Most episodes held in memory; 0 = no bound.", low=0)
+    max_steps: int = option(0, "Most steps held in memory; 0 = no bound.", low=0)
+    recent_fraction: float = option(0.0, "Fraction of chunks drawn from the newest episodes.", low=0.0, high=1.0)
+    recent_episodes: int = option(5, "How many newest episodes the recency mix draws from.", low=1)
+    prefetch: int = option(2, "Batches prepared ahead by a background thread; 0 = none.", low=0)
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Seed, device and bookkeeping that every command shares."""
 
@@ -65,6 +79,7 @@ class Config:
     """The whole configuration of a planetrl run."""
 
     env: EnvConfig = field(default_factory=EnvConfig)
+    data: DataConfig = field(default_factory=DataConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
 
@@ -72,6 +87,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper": {
         "env.image_size": 64,
         "env.fast_render": False,
+        "data.batch_size": 50,
+        "data.chunk_length": 50,
+        "data.image_bits": 5,
     },
     "debug": {
         "env.task": "mock",

@@ -99,12 +99,25 @@ def try_read_episode(path: str | Path) -> dict[str, np.ndarray] | None:
         return None
 
 
+def order_key(path: str | Path, mtime_ns: int | None = None) -> tuple[str, int, str]:
+    """Sort key for time order: the name's UTC second, then the file's mtime, then the name.
+
+    Names resolve time to the second only; mtime orders files written within one second.
+    """
+    path = Path(path)
+    parsed = parse_name(path)
+    stamp = parsed[0] if parsed else ""
+    if mtime_ns is None:
+        mtime_ns = path.stat().st_mtime_ns
+    return stamp, mtime_ns, path.name
+
+
 def list_episodes(directory: str | Path) -> list[Path]:
-    """Episode files in a directory, oldest first (by name, i.e. by UTC time)."""
+    """Episode files in a directory, oldest first."""
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.iterdir() if parse_name(p) is not None)
+    return sorted((p for p in directory.iterdir() if parse_name(p) is not None), key=order_key)
 
 
 class EpisodeWriter:
