@@ -67,6 +67,44 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
+class ModelConfig:
+    """The world model's architecture (REFERENCE.md sizes by default)."""
+
+    variant: str = option("rssm", "Latent dynamics: rssm, ssm (purely stochastic) or deterministic (GRU only).",
+                          choices=("rssm", "ssm", "deterministic"))
+    belief_size: int = option(200, "Units of the deterministic GRU belief.", low=1)
+    state_size: int = option(30, "Dimensions of the stochastic Gaussian state.", low=1)
+    hidden_size: int = option(200, "Units of the dense layers inside the dynamics.", low=1)
+    min_std: float = option(0.1, "Lower bound of the state's standard deviation.", low=0.0)
+    depth: int = option(32, "Channels of the first conv layer (doubling per layer).", low=1)
+    reward_layers: int = option(2, "Hidden layers of the reward head.", low=1)
+    reward_units: int = option(200, "Units per hidden layer of the reward head.", low=1)
+
+
+@dataclass(frozen=True)
+class LossConfig:
+    """Weights of the objective's terms."""
+
+    free_nats: float = option(3.0, "KL allowance: the KL term is max(mean KL, free_nats).", low=0.0)
+    kl_scale: float = option(1.0, "Scale of the KL term.", low=0.0)
+    reward_scale: float = option(10.0, "Scale of the reward log-likelihood term.", low=0.0)
+    overshooting: int = option(0, "Latent overshooting distance D; 0 or 1 = off.", low=0)
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Optimizer, precision and compilation of the world-model update."""
+
+    lr: float = option(1e-3, "Adam learning rate.", low=0.0)
+    eps: float = option(1e-4, "Adam epsilon.", low=0.0)
+    grad_clip: float = option(1000.0, "Gradient-norm clipping threshold.", low=0.0)
+    precision: str = option("fp32", "fp32, or bf16 autocast (CPU where supported, CUDA).",
+                            choices=("fp32", "bf16"))
+    channels_last: bool = option(True, "channels_last memory format for the convolutions.")
+    compile: bool = option(False, "torch.compile the encoder and decoder.")
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Seed, device and bookkeeping that every command shares."""
 
@@ -80,6 +118,9 @@ class Config:
 
     env: EnvConfig = field(default_factory=EnvConfig)
     data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
 

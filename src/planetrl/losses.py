@@ -1,0 +1,103 @@
+"""PlaNet's objective: image and reward likelihoods, KL with free nats, latent overshooting."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import torch
+
+from planetrl.models.rssm import State, flatten_state
+from planetrl.models.world_model import WorldModel
+
+_LOG_2PI = math.log(2 * math.pi)
+
+
+@dataclasses.dataclass(frozen=True)
+class LossWeights:
+    """Scales of the objective's terms (REFERENCE.md values by default)."""
+
+    free_nats: float = 3.0
+    kl_scale: float = 1.0
+    reward_scale: float = 10.0
+    overshooting: int = 0  # 0 or 1 = the ordinary KL only; D > 1 adds distances 2..D, each weighted 1/D
+
+
+def gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
+    """-log N(target; mean, 1), summed over the last `dims` dimensions."""
+    squared = 0.5 * (target.float() - mean.float()) ** 2 + 0.5 * _LOG_2PI
+    return squared.sum(dim=tuple(range(-dims, 0))) if dims else squared
+
+
+def gaussian_kl(lhs: State, rhs: State) -> torch.Tensor:
+    """KL(lhs || rhs) of diagonal Gaussians, summed over the state dimensions."""
+    mean1, std1 = lhs["mean"].float(), lhs["std"].float()
+    mean2, std2 = rhs["mean"].float(), rhs["std"].float()
+    kl = torch.log(std2 / std1) + (std1**2 + (mean1 - mean2) ** 2) / (2 * std2**2) - 0.5
+    return kl.sum(-1)
+
+
+def free_nats(kl: torch.Tensor, nats: float) -> torch.Tensor:
+    """max(mean KL, nats): below the allowance the KL term carries no gradient."""
+    return torch.clamp(kl.mean(), min=nats)
+
+
+def _detach(state: State) -> State:
+    return {key: value.detach() for key, value in state.items()}
+
+
+def overshooting_kls(model: WorldModel, posterior: State, actions: torch.Tensor, is_first: torch.Tensor,
+                     distance: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(KL, mask), each (B, T), for every distance d = 1..D.
+
+    From the posterior at every step t the prior is rolled through the
+    actions t+1..t+d and compared with the posterior at t+d, which is held
+    fixed (no gradient). Entry t of distance d holds that pair; pairs that run
+    past the sequence or across an episode start are masked out. Distance 1
+    is the ordinary KL term, shifted by one step.
+    """
+    batch, steps = actions.shape[:2]
+    state = flatten_state(posterior)
+    targets = _detach(posterior)
+    valid = torch.ones(batch, steps, dtype=torch.bool, device=actions.device)
+    results = []
+    for d in range(1, distance + 1):
+        def shift(x: torch.Tensor, d: int = d) -> torch.Tensor:
+            """Value at t+d for every t; past the end the last step repeats (masked, but finite)."""
+            return torch.cat([x[:, d:], x[:, -1:].expand(-1, min(d, steps), *x.shape[2:])], 1)[:, :steps]
+
+        state = model.dynamics.prior_step(state, shift(actions).reshape(batch * steps, -1))
+        valid = valid & ~torch.cat([is_first[:, d:], torch.ones_like(is_first[:, :d])], 1)
+        target = {key: shift(value).reshape(batch * steps, *value.shape[2:]) for key, value in targets.items()}
+        results.append((gaussian_kl(target, state).reshape(batch, steps), valid))
+    return results
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of `values` where `mask` holds."""
+    mask = mask.to(values.dtype)
+    return (values * mask).sum() / mask.sum().clamp(min=1)
+
+
+def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
+                     weights: LossWeights) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Total loss and its named terms for a batch of (B, T) sequences."""
+    images, actions, is_first = batch["image"], batch["action"], batch["is_first"]
+    posterior, prior = model.observe(images, actions, is_first)
+    features = model.features(posterior)
+    image_nll = gaussian_nll(images, model.decode(features), dims=3).mean()
+    reward_nll = gaussian_nll(batch["reward"], model.reward(features), dims=0).mean()
+    metrics = {"image_nll": image_nll.detach(), "reward_nll": reward_nll.detach()}
+    loss = image_nll + weights.reward_scale * reward_nll
+    if model.dynamics.state_size:
+        kl = gaussian_kl(posterior, prior)
+        kl_term = free_nats(kl, weights.free_nats)
+        metrics["kl"] = kl.mean().detach()
+        if weights.overshooting > 1:
+            pairs = overshooting_kls(model, posterior, actions, is_first, weights.overshooting)[1:]
+            extra = [torch.clamp(masked_mean(kl, mask), min=weights.free_nats) for kl, mask in pairs]
+            kl_term = (kl_term + sum(extra)) / weights.overshooting
+            metrics["overshooting_kl"] = torch.stack([masked_mean(k, m) for k, m in pairs]).mean().detach()
+        loss = loss + weights.kl_scale * kl_term
+    metrics["loss"] = loss.detach()
+    return loss, metrics

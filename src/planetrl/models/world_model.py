@@ -1,0 +1,69 @@
+"""The PlaNet world model: encoder, latent dynamics, image decoder and reward head."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from planetrl.models.networks import MLP, ConvDecoder, ConvEncoder
+from planetrl.models.rssm import LatentDynamics, State, Variant
+
+
+class WorldModel(nn.Module):
+    """Learns p(o_t | s_t), p(r_t | s_t) and the latent dynamics from image sequences.
+
+    `observe` filters observed sequences; `imagine` rolls the prior forward and
+    predicts rewards, which is all the planner needs.
+    """
+
+    def __init__(self, action_size: int, image_size: int = 64, variant: Variant = "rssm",
+                 belief_size: int = 200, state_size: int = 30, hidden_size: int = 200, min_std: float = 0.1,
+                 depth: int = 32, reward_layers: int = 2, reward_units: int = 200) -> None:
+        super().__init__()
+        self.encoder = ConvEncoder(image_size, depth)
+        self.dynamics = LatentDynamics(action_size, self.encoder.embed_size, variant, belief_size, state_size,
+                                       hidden_size, min_std)
+        self.decoder = ConvDecoder(self.dynamics.feature_size, image_size, depth)
+        self.reward_head = MLP(self.dynamics.feature_size, 1, reward_layers, reward_units)
+        self.action_size = action_size
+        self.image_size = image_size
+
+    def observe(self, images: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
+                state: State | None = None) -> tuple[State, State]:
+        """Posterior and prior sequences for (B, T, H, W, 3) preprocessed images."""
+        embeds = self.encoder(images)
+        return self.dynamics.observe(embeds, actions, is_first, state)
+
+    def filter_step(self, state: State, action: torch.Tensor, image: torch.Tensor) -> State:
+        """One belief update for acting: prior through the last action, then the new image."""
+        prior = self.dynamics.prior_step(state, action)
+        return self.dynamics.posterior_step(prior, self.encoder(image))
+
+    def initial(self, batch: int) -> State:
+        """Zero state on the model's device."""
+        parameter = next(self.parameters())
+        return self.dynamics.initial(batch, parameter.device, parameter.dtype)
+
+    def features(self, state: State) -> torch.Tensor:
+        return self.dynamics.features(state)
+
+    def decode(self, features: torch.Tensor) -> torch.Tensor:
+        """Image means for features (..., F)."""
+        return self.decoder(features)
+
+    def reward(self, features: torch.Tensor) -> torch.Tensor:
+        """Reward means for features (..., F)."""
+        return self.reward_head(features).squeeze(-1)
+
+    def imagine(self, state: State, actions: torch.Tensor) -> torch.Tensor:
+        """Predicted rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state."""
+        states = self.dynamics.imagine(state, actions)
+        return self.reward(self.features(states))
+
+
+def count_parameters(module: nn.Module) -> dict[str, int]:
+    """Trainable parameters per direct child module and in total."""
+    counts = {name: sum(p.numel() for p in child.parameters() if p.requires_grad)
+              for name, child in module.named_children()}
+    counts["total"] = sum(counts.values())
+    return counts

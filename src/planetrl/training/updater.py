@@ -1,0 +1,76 @@
+"""One world-model update: loss, backward, gradient clipping, Adam; with precision options."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+
+from planetrl.config import Config
+from planetrl.losses import LossWeights, world_model_loss
+from planetrl.models.world_model import WorldModel
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` picks CUDA when available; `cuda` without a GPU is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was requested, but torch sees no CUDA device")
+    return torch.device(name)
+
+
+def build_world_model(cfg: Config, action_size: int) -> WorldModel:
+    """The world model the config describes."""
+    m = cfg.model
+    return WorldModel(action_size, cfg.env.image_size, m.variant, m.belief_size, m.state_size, m.hidden_size,
+                      m.min_std, m.depth, m.reward_layers, m.reward_units)
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """bf16 autocast for `precision == 'bf16'`, otherwise nothing."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+class WorldModelUpdater:
+    """Owns the optimizer; `update(batch)` takes one gradient step and returns metrics."""
+
+    def __init__(self, model: WorldModel, cfg: Config, device: torch.device) -> None:
+        self.model = model.to(device)
+        self.device = device
+        self.cfg = cfg
+        self.weights = LossWeights(cfg.loss.free_nats, cfg.loss.kl_scale, cfg.loss.reward_scale,
+                                   cfg.loss.overshooting)
+        if cfg.optim.channels_last:
+            self.model.encoder.to(memory_format=torch.channels_last)
+            self.model.decoder.to(memory_format=torch.channels_last)
+        if cfg.optim.compile:
+            self.model.encoder.compile()
+            self.model.decoder.compile()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.optim.lr, eps=cfg.optim.eps)
+
+    def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
+        """One step on a batch of (B, T, ...) tensors; metrics include the gradient norm."""
+        self.model.train()
+        with autocast(self.device, self.cfg.optim.precision):
+            loss, metrics = world_model_loss(self.model, batch, self.weights)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"world-model loss is {loss.item()}; terms: "
+                                     + ", ".join(f"{k}={v.item():.4g}" for k, v in metrics.items()))
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
+        self.optimizer.step()
+        result = {key: float(value) for key, value in metrics.items()}
+        result["grad_norm"] = float(grad_norm)
+        return result
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
