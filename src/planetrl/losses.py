@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 import torch
+from torch.nn import functional as F
 
 from planetrl.models.rssm import State, flatten_state
 from planetrl.models.world_model import WorldModel
@@ -23,10 +24,12 @@ class LossWeights:
     overshooting: int = 0  # 0 or 1 = the ordinary KL only; D > 1 adds distances 2..D, each weighted 1/D
 
 
-def gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
-    """-log N(target; mean, 1), summed over the last `dims` dimensions."""
-    squared = 0.5 * (target.float() - mean.float()) ** 2 + 0.5 * _LOG_2PI
-    return squared.sum(dim=tuple(range(-dims, 0))) if dims else squared
+def mean_gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
+    """-log N(target; mean, 1) summed over the last `dims` dimensions, averaged over the rest."""
+    count = math.prod(target.shape[-dims:]) if dims else 1
+    squared_sum = F.mse_loss(mean.float(), target.float(), reduction="sum")
+    leading = target.numel() // count
+    return 0.5 * squared_sum / leading + 0.5 * _LOG_2PI * count
 
 
 def gaussian_kl(lhs: State, rhs: State) -> torch.Tensor:
@@ -85,8 +88,8 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
     images, actions, is_first = batch["image"], batch["action"], batch["is_first"]
     posterior, prior = model.observe(images, actions, is_first)
     features = model.features(posterior)
-    image_nll = gaussian_nll(images, model.decode(features), dims=3).mean()
-    reward_nll = gaussian_nll(batch["reward"], model.reward(features), dims=0).mean()
+    image_nll = mean_gaussian_nll(images, model.decode(features), dims=3)
+    reward_nll = mean_gaussian_nll(batch["reward"], model.reward(features), dims=0)
     metrics = {"image_nll": image_nll.detach(), "reward_nll": reward_nll.detach()}
     loss = image_nll + weights.reward_scale * reward_nll
     if model.dynamics.state_size:

@@ -21,13 +21,18 @@ Batch = dict[str, torch.Tensor]
 
 def preprocess_image(image: torch.Tensor, bits: int, generator: torch.Generator | None = None,
                      noise: bool = True) -> torch.Tensor:
-    """uint8 -> float in [-0.5, 0.5): floor to `bits` bits, scale, add one bin of uniform noise."""
+    """uint8 -> float in [-0.5, 0.5): floor to `bits` bits, scale, add one bin of uniform noise.
+
+    Without noise the value is the bin's centre, the noise's mean (for acting).
+    """
     if not 1 <= bits <= 8:
         raise ValueError(f"bits must be within 1..8, got {bits}")
     bins = 2**bits
     image = torch.div(image, 2 ** (8 - bits), rounding_mode="floor").float()
     if noise:
         image = image + torch.rand(image.shape, generator=generator, device=image.device)
+    else:
+        image = image + 0.5
     return image / bins - 0.5
 
 

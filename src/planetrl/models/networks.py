@@ -33,7 +33,7 @@ class ConvEncoder(nn.Module):
         layers: list[nn.Module] = []
         previous = 3
         for out in channels:
-            layers += [nn.Conv2d(previous, out, 4, 2), nn.ReLU()]
+            layers += [nn.Conv2d(previous, out, 4, 2), nn.ReLU(inplace=True)]
             previous = out
         self.net = nn.Sequential(*layers)
         self.image_size = image_size
@@ -59,7 +59,7 @@ class ConvDecoder(nn.Module):
         for index, ((kernel, stride, padding), out) in enumerate(zip(specs, channels, strict=True)):
             layers.append(nn.ConvTranspose2d(previous, out, kernel, stride, padding))
             if index < len(specs) - 1:
-                layers.append(nn.ReLU())
+                layers.append(nn.ReLU(inplace=True))
             previous = out
         self.net = nn.Sequential(*layers)
         self.image_size = image_size

@@ -1,0 +1,90 @@
+"""PlaNet's MPC agent: filter a belief per environment, plan with CEM, act, replan next step."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from planetrl.data.loader import preprocess_image
+from planetrl.models.rssm import State
+from planetrl.models.world_model import WorldModel
+from planetrl.planning.cem import CEMSettings, plan, shift_plan
+
+
+class MPCAgent:
+    """Keeps one belief per env, updated with each observation and the previous action.
+
+    Exploration adds Normal(0, noise) to continuous actions and clips to [-1, 1];
+    for discrete actions it picks a uniform random action with probability `noise`.
+    """
+
+    def __init__(self, model: WorldModel, action_space: gym.Space, num_envs: int, settings: CEMSettings,
+                 bits: int = 5, noise: float = 0.3, warm_start: bool = False, seed: int = 0) -> None:
+        self.model = model
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        self.action_size = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        if settings.discrete != self.discrete:
+            settings = CEMSettings(**{**settings.__dict__, "discrete": self.discrete})
+        self.settings = settings
+        self.num_envs = num_envs
+        self.bits = bits
+        self.noise = noise
+        self.warm_start = warm_start
+        self.device = next(model.parameters()).device
+        # One generator per env: planning a batch equals planning each env alone with its seed.
+        self.generators = [torch.Generator(device=self.device).manual_seed(seed * 7919 + i) for i in range(num_envs)]
+        self._rng = np.random.default_rng(seed)
+        self.state: State = model.initial(num_envs)
+        self.prev_action = torch.zeros(num_envs, self.action_size, device=self.device)
+        self.plan_mean: torch.Tensor | None = None  # warm start: previous plan shifted by one step
+        self.plan_std: torch.Tensor | None = None
+        self.last_iterations = 0
+
+    def reset(self, indices: Sequence[int]) -> None:
+        """Forget the belief, previous action and warm-start plan of exactly these envs."""
+        index = torch.as_tensor(list(indices), dtype=torch.long, device=self.device)
+        for value in self.state.values():
+            value[index] = 0
+        self.prev_action[index] = 0
+        if self.plan_mean is not None and self.plan_std is not None:
+            self.plan_mean[index] = self._neutral_plan(len(index))
+            self.plan_std[index] = 1.0
+
+    def _neutral_plan(self, rows: int) -> torch.Tensor:
+        fill = 1.0 / self.action_size if self.discrete else 0.0
+        return torch.full((rows, self.settings.horizon, self.action_size), fill, device=self.device)
+
+    @torch.no_grad()
+    def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> np.ndarray:
+        image = torch.as_tensor(obs["image"], device=self.device)
+        image = preprocess_image(image, self.bits, noise=False)
+        self.model.eval()
+        self.state = self.model.filter_step(self.state, self.prev_action, image)
+        result = plan(self.model, self.state, self.action_size, self.settings, self.generators,
+                      self.plan_mean if self.warm_start else None, self.plan_std if self.warm_start else None)
+        self.last_iterations = result.iterations
+        if self.warm_start:
+            self.plan_mean, self.plan_std = shift_plan(result)
+        if self.discrete:
+            choice = result.first_action().cpu().numpy()
+            if explore and self.noise:
+                random = self._rng.random(self.num_envs) < self.noise
+                choice = np.where(random, self._rng.integers(0, self.action_size, self.num_envs), choice)
+            self.prev_action = torch.nn.functional.one_hot(
+                torch.as_tensor(choice, device=self.device), self.action_size).float()
+            return choice
+        action = result.first_action()
+        if explore and self.noise:
+            noise = torch.stack([torch.randn(self.action_size, generator=g, device=self.device)
+                                 for g in self.generators])
+            action = action + self.noise * noise
+        action = action.clamp(-1.0, 1.0)
+        self.prev_action = action
+        return action.cpu().numpy().astype(np.float32)
+
+    def observe(self, transition: dict[str, Any]) -> None:
+        """The MPC agent learns offline from the replay, not from transitions."""

@@ -1,0 +1,68 @@
+import gymnasium as gym
+import numpy as np
+import torch
+
+from planetrl.agents.mpc import MPCAgent
+from planetrl.models.world_model import WorldModel
+from planetrl.planning.cem import CEMSettings
+
+SETTINGS = CEMSettings(horizon=4, iterations=3, candidates=50, elites=5)
+SPACE = gym.spaces.Box(-1, 1, (2,), np.float32)
+
+
+def _model(variant="deterministic"):
+    torch.manual_seed(0)
+    return WorldModel(2, 64, variant, belief_size=8, state_size=4, hidden_size=8, depth=4)
+
+
+def _obs(envs, seed=0):
+    rng = np.random.default_rng(seed)
+    return {"image": rng.integers(0, 255, (envs, 64, 64, 3), dtype=np.uint8)}
+
+
+def test_reset_touches_only_the_given_envs():
+    agent = MPCAgent(_model("rssm"), SPACE, 3, SETTINGS, warm_start=True)
+    agent.act(_obs(3), explore=False)
+    before = {k: v.clone() for k, v in agent.state.items()}
+    previous = agent.prev_action.clone()
+    agent.reset([1])
+    for key, value in agent.state.items():
+        assert torch.all(value[1] == 0)
+        torch.testing.assert_close(value[[0, 2]], before[key][[0, 2]])
+    assert torch.all(agent.prev_action[1] == 0)
+    torch.testing.assert_close(agent.prev_action[[0, 2]], previous[[0, 2]])
+    assert torch.all(agent.plan_mean[1] == 0) and agent.plan_mean[0].abs().sum() > 0
+
+
+def test_batched_agent_equals_one_agent_per_env():
+    # The deterministic variant samples nothing inside the model, so equality is exact.
+    model = _model()
+    batched = MPCAgent(model, SPACE, 3, SETTINGS, seed=4)
+    obs = _obs(3)
+    actions = [batched.act(obs, explore=True) for _ in range(2)]
+    for e in range(3):
+        alone = MPCAgent(model, SPACE, 1, SETTINGS, seed=4)
+        alone.generators = [torch.Generator().manual_seed(4 * 7919 + e)]
+        single = {"image": obs["image"][e : e + 1]}
+        for step in range(2):
+            np.testing.assert_allclose(alone.act(single, explore=True)[0], actions[step][e], rtol=1e-5, atol=1e-6)
+
+
+def test_exploration_noise_and_bounds():
+    agent = MPCAgent(_model(), SPACE, 2, SETTINGS, noise=5.0)
+    action = agent.act(_obs(2), explore=True)
+    assert action.shape == (2, 2) and action.dtype == np.float32
+    assert np.all(np.abs(action) <= 1.0)
+    assert np.any(np.abs(action) == 1.0)  # noise this large must hit the bounds
+    quiet = MPCAgent(_model(), SPACE, 2, SETTINGS, noise=0.3, seed=1)
+    a = quiet.act(_obs(2), explore=False)
+    quiet2 = MPCAgent(_model(), SPACE, 2, SETTINGS, noise=0.3, seed=1)
+    np.testing.assert_array_equal(a, quiet2.act(_obs(2), explore=False))
+
+
+def test_discrete_actions():
+    model = WorldModel(3, 64, "deterministic", belief_size=8, hidden_size=8, depth=4)
+    agent = MPCAgent(model, gym.spaces.Discrete(3), 2, SETTINGS)
+    action = agent.act(_obs(2), explore=False)
+    assert action.shape == (2,) and set(action.tolist()) <= {0, 1, 2}
+    assert agent.prev_action.shape == (2, 3)
