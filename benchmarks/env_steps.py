@@ -18,9 +18,9 @@ import numpy as np
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from planetrl.config import EnvConfig  # noqa: E402
-from planetrl.envs.batch import BatchEnv  # noqa: E402
-from planetrl.envs.make import action_repeat, make_batch_env, make_env  # noqa: E402
+from planetrl.config import EnvConfig
+from planetrl.envs.batch import BatchEnv
+from planetrl.envs.make import action_repeat, make_batch_env, make_env
 
 
 def measure(cfg: EnvConfig, processes: int, env_steps: int) -> float:

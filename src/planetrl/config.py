@@ -105,6 +105,21 @@ class OptimConfig:
 
 
 @dataclass(frozen=True)
+class PlannerConfig:
+    """CEM planning in latent space and the MPC agent's exploration."""
+
+    horizon: int = option(12, "Planning horizon in decisions.", low=1)
+    iterations: int = option(10, "CEM iterations per decision (1 with elites=1 is random shooting).", low=1)
+    candidates: int = option(1000, "Action sequences sampled per iteration.", low=1)
+    elites: int = option(100, "Best sequences the sampling distribution is refit to.", low=1)
+    min_std: float = option(0.0, "Stop early once every sampling std is below this; 0 = never.", low=0.0)
+    warm_start: bool = option(False, "Start from the previous plan shifted by one step.")
+    exploration_noise: float = option(0.3, "Std of Normal action noise while collecting (probability for discrete).",
+                                      low=0.0)
+    precision: str = option("fp32", "Precision of the planning rollouts.", choices=("fp32", "bf16"))
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Seed, device and bookkeeping that every command shares."""
 
@@ -121,6 +136,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
+    planner: PlannerConfig = field(default_factory=PlannerConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
 

@@ -11,7 +11,7 @@ import torch
 
 from planetrl.data.loader import preprocess_image
 from planetrl.models.rssm import State
-from planetrl.models.world_model import WorldModel
+from planetrl.models.world_model import WorldModel, autocast
 from planetrl.planning.cem import CEMSettings, plan, shift_plan
 
 
@@ -23,7 +23,8 @@ class MPCAgent:
     """
 
     def __init__(self, model: WorldModel, action_space: gym.Space, num_envs: int, settings: CEMSettings,
-                 bits: int = 5, noise: float = 0.3, warm_start: bool = False, seed: int = 0) -> None:
+                 bits: int = 5, noise: float = 0.3, warm_start: bool = False, seed: int = 0,
+                 precision: str = "fp32") -> None:
         self.model = model
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.action_size = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
@@ -34,6 +35,7 @@ class MPCAgent:
         self.bits = bits
         self.noise = noise
         self.warm_start = warm_start
+        self.precision = precision
         self.device = next(model.parameters()).device
         # One generator per env: planning a batch equals planning each env alone with its seed.
         self.generators = [torch.Generator(device=self.device).manual_seed(seed * 7919 + i) for i in range(num_envs)]
@@ -64,8 +66,9 @@ class MPCAgent:
         image = preprocess_image(image, self.bits, noise=False)
         self.model.eval()
         self.state = self.model.filter_step(self.state, self.prev_action, image)
-        result = plan(self.model, self.state, self.action_size, self.settings, self.generators,
-                      self.plan_mean if self.warm_start else None, self.plan_std if self.warm_start else None)
+        with autocast(self.device, self.precision):
+            result = plan(self.model, self.state, self.action_size, self.settings, self.generators,
+                          self.plan_mean if self.warm_start else None, self.plan_std if self.warm_start else None)
         self.last_iterations = result.iterations
         if self.warm_start:
             self.plan_mean, self.plan_std = shift_plan(result)

@@ -69,7 +69,7 @@ class LatentDynamics(nn.Module):
 
     def _gaussian(self, out: torch.Tensor, sample: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         mean, raw_std = out.chunk(2, -1)
-        std = F.softplus(raw_std) + self.min_std
+        std = (F.softplus(raw_std.float()) + self.min_std).to(mean.dtype)  # softplus is slow in bf16 on CPU
         stoch = mean + std * torch.randn_like(std) if sample else mean
         return stoch, mean, std
 
@@ -121,6 +121,14 @@ class LatentDynamics(nn.Module):
             state = self.prior_step(state, actions[:, t], sample)
             states.append(state)
         return _stack(states)
+
+    def imagine_features(self, state: State, actions: torch.Tensor, sample: bool = True) -> torch.Tensor:
+        """Like `imagine`, but keeps only the (B, H, F) features: the planner's hot path."""
+        features = []
+        for t in range(actions.shape[1]):
+            state = self.prior_step(state, actions[:, t], sample)
+            features.append(self.features(state))
+        return torch.stack(features, 1)
 
 
 def _stack(states: list[State]) -> State:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch import nn
 
@@ -57,8 +59,14 @@ class WorldModel(nn.Module):
 
     def imagine(self, state: State, actions: torch.Tensor) -> torch.Tensor:
         """Predicted rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state."""
-        states = self.dynamics.imagine(state, actions)
-        return self.reward(self.features(states))
+        return self.reward(self.dynamics.imagine_features(state, actions))
+
+
+def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """bf16 autocast for `precision == 'bf16'`, otherwise nothing."""
+    if precision == "bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def count_parameters(module: nn.Module) -> dict[str, int]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 import torch
 
 from planetrl.config import Config
 from planetrl.losses import LossWeights, world_model_loss
-from planetrl.models.world_model import WorldModel
+from planetrl.models.world_model import WorldModel, autocast
 
 
 def resolve_device(name: str) -> torch.device:
@@ -26,13 +25,6 @@ def build_world_model(cfg: Config, action_size: int) -> WorldModel:
     m = cfg.model
     return WorldModel(action_size, cfg.env.image_size, m.variant, m.belief_size, m.state_size, m.hidden_size,
                       m.min_std, m.depth, m.reward_layers, m.reward_units)
-
-
-def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """bf16 autocast for `precision == 'bf16'`, otherwise nothing."""
-    if precision == "bf16":
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
 
 
 class WorldModelUpdater:
