@@ -108,6 +108,121 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- train / eval / visualize
+
+
+def _explicit_keys(args: argparse.Namespace, extra: dict[str, object]) -> dict[str, object]:
+    """The config keys this command line sets: the preset's, --set's and the dedicated flags'."""
+    explicit: dict[str, object] = dict(config_lib.PRESETS[args.preset]) if args.preset else {}
+    explicit.update(config_lib.parse_assignments(args.overrides))
+    explicit.update({k: v for k, v in extra.items() if v is not None})
+    if args.seed is not None:
+        explicit["run.seed"] = args.seed
+    return explicit
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    import traceback
+
+    from planetrl.training.experiment import claimable_runs, run_dirs, run_state
+    from planetrl.training.planet import PlanetRun, prepare_run_dir
+
+    if args.runs < 1:
+        raise config_lib.ConfigError(f"--runs must be at least 1, got {args.runs}")
+    extra = {"env.task": args.task, "run.device": args.device}
+    cfg = _resolve_config(args, extra)
+    explicit = _explicit_keys(args, extra)
+    logdir = Path(args.logdir)
+    failures = 0
+    for index, run_dir, claim in claimable_runs(logdir, args.runs, cfg.train.stale_seconds):
+        run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
+        run_explicit = {**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit
+        try:
+            run_cfg = prepare_run_dir(run_dir, run_cfg, run_explicit)
+            print(f"run {run_dir}: task {run_cfg.env.task}, seed {run_cfg.run.seed}", flush=True)
+            result = PlanetRun(run_dir, run_cfg, progress=not args.no_progress).run()
+        except KeyboardInterrupt:
+            claim.abandon()
+            raise
+        except config_lib.ConfigError:
+            claim.abandon()
+            raise
+        except Exception as error:  # noqa: BLE001 - recorded in FAIL with its traceback
+            claim.fail(traceback.format_exc())
+            failures += 1
+            print(f"run {run_dir} FAILED: {type(error).__name__}: {error}\n"
+                  f"  traceback in {run_dir / 'FAIL'}; the last good checkpoint is kept", file=sys.stderr)
+            continue
+        claim.done()
+        summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if k in ("test/return", "test/return_std"))
+        print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
+              f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: tensorboard --logdir {run_dir / 'events'}\n"
+              f"  videos: {run_dir / 'videos'}/", flush=True)
+    states = [run_state(d, cfg.train.stale_seconds) for d in run_dirs(logdir, args.runs)]
+    print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))
+    return 1 if failures else 0
+
+
+def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | None) -> list[float]:
+    from planetrl.agents.mpc import MPCAgent
+    from planetrl.data.episodes import EpisodeWriter, read_episode
+    from planetrl.envs.make import make_batch_env
+    from planetrl.planning.cem import CEMSettings
+    from planetrl.training.driver import Driver
+    from planetrl.training.planet import load_trained
+    from planetrl.viz import write_gif
+
+    cfg, model, updates = load_trained(run_dir, device)
+    env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
+    env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed * 1000 + 3)
+    p = cfg.planner
+    try:
+        agent = MPCAgent(model, env.action_space, len(env),
+                         CEMSettings(p.horizon, p.iterations, p.candidates, min(p.elites, p.candidates), p.min_std),
+                         cfg.data.image_bits, 0.0, p.warm_start, cfg.run.seed, p.precision)
+        callbacks = []
+        if outdir is not None:
+            discrete = getattr(env.action_space, "n", None)
+            writer = EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None)
+            callbacks.append(writer)
+        results = Driver(env, agent, callbacks, seed=cfg.run.seed + 99).run(episodes, explore=False)
+    finally:
+        env.close()
+    if outdir is not None:
+        for number, path in enumerate(writer.written):
+            write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=20, scale=2)
+    print(f"{run_dir}: checkpoint at update {updates}")
+    return [r.score for r in results]
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    returns = _policy_episodes(Path(args.run), args.episodes, args.device, None)
+    mean, std = float(np.mean(returns)), float(np.std(returns))
+    print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
+    (Path(args.run) / "eval.json").write_text(json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n")
+    return 0
+
+
+def cmd_visualize(args: argparse.Namespace) -> int:
+    from planetrl.training.planet import load_trained, open_loop_video
+    from planetrl.training.updater import resolve_device
+    from planetrl.viz import write_gif
+
+    run_dir, outdir = Path(args.run), Path(args.out)
+    returns = _policy_episodes(run_dir, args.episodes, args.device, outdir)
+    cfg, model, _ = load_trained(run_dir, args.device)
+    written = []
+    for number in range(args.episodes):
+        frames = open_loop_video(model, outdir / "episodes", cfg, resolve_device(args.device), index=number)
+        if frames is not None:
+            written.append(write_gif(frames, outdir / f"openloop-{number:02d}.gif", fps=10, scale=2))
+    print(f"wrote {len(returns)} policy videos and {len(written)} open-loop videos to {outdir}/ "
+          f"(returns: {', '.join(f'{r:.1f}' for r in returns)})")
+    return 0
+
+
 # ---------------------------------------------------------------- config
 
 
@@ -155,6 +270,37 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--fps", type=float, default=20.0, help="GIF frame rate (default 20)")
     _add_config_options(collect)
     collect.set_defaults(func=cmd_collect)
+
+    train = commands.add_parser(
+        "train", help="train PlaNet (starts, or resumes what is already in --logdir)",
+        description="Train PlaNet: random seed episodes, then world-model updates, MPC collection and test "
+                    "phases. Running the same command again resumes. Several workers may share a logdir.",
+        epilog=_config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    train.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
+    train.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
+    train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...); default 1")
+    train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
+    _add_config_options(train)
+    train.set_defaults(func=cmd_train)
+
+    evaluate = commands.add_parser("eval", help="mean and std of the return of a run's latest checkpoint",
+                                   description="Run test episodes (no exploration noise) with the latest "
+                                               "checkpoint of a run and print the mean and std of the return.")
+    evaluate.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    evaluate.add_argument("--episodes", type=int, default=10, help="episodes, run in parallel (default 10)")
+    evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    evaluate.set_defaults(func=cmd_eval)
+
+    visualize = commands.add_parser("visualize", help="videos of a trained agent and its open-loop predictions",
+                                    description="Write GIFs of policy episodes of the latest checkpoint and of "
+                                                "the model's open-loop predictions on them (truth/model/error).")
+    visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    visualize.add_argument("--out", required=True, help="directory for the videos")
+    visualize.add_argument("--episodes", type=int, default=2, help="policy episodes (default 2)")
+    visualize.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    visualize.set_defaults(func=cmd_visualize)
 
     show = commands.add_parser("config", help="print the resolved configuration as YAML",
                                description="Print the configuration that a preset and overrides resolve to.",

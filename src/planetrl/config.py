@@ -120,6 +120,21 @@ class PlannerConfig:
 
 
 @dataclass(frozen=True)
+class TrainConfig:
+    """The PlaNet loop: seed episodes, then train / collect / test phases."""
+
+    seed_episodes: int = option(5, "Random episodes collected into train and test directories first.", low=1)
+    total_updates: int = option(100_000, "World-model updates of the whole run (1000 episodes x 100).", low=1)
+    collect_every: int = option(100, "Updates between two collected episodes.", low=1)
+    test_every: int = option(10_000, "Updates between two test phases.", low=1)
+    test_episodes: int = option(5, "Episodes per test phase, run in parallel.", low=1)
+    log_every: int = option(50, "Updates between two logged averages of the training metrics.", low=1)
+    openloop_context: int = option(5, "Observed frames before the open-loop prediction.", low=1)
+    openloop_length: int = option(50, "Frames of an open-loop prediction video, context included.", low=2)
+    stale_seconds: float = option(600.0, "A run whose heartbeat is older than this is taken over.", low=0.01)
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Seed, device and bookkeeping that every command shares."""
 
@@ -137,24 +152,43 @@ class Config:
     loss: LossConfig = field(default_factory=LossConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     planner: PlannerConfig = field(default_factory=PlannerConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
 
+PAPER = {
+    "env.image_size": 64, "env.fast_render": False, "env.action_repeat": 0, "env.episode_steps": 1000,
+    "data.batch_size": 50, "data.chunk_length": 50, "data.image_bits": 5,
+    "model.variant": "rssm", "model.belief_size": 200, "model.state_size": 30, "model.hidden_size": 200,
+    "model.min_std": 0.1, "model.depth": 32, "model.reward_layers": 2, "model.reward_units": 200,
+    "loss.free_nats": 3.0, "loss.kl_scale": 1.0, "loss.reward_scale": 10.0, "loss.overshooting": 0,
+    "optim.lr": 1e-3, "optim.eps": 1e-4, "optim.grad_clip": 1000.0, "optim.precision": "fp32",
+    "planner.horizon": 12, "planner.iterations": 10, "planner.candidates": 1000, "planner.elites": 100,
+    "planner.min_std": 0.0, "planner.warm_start": False, "planner.exploration_noise": 0.3,
+    "planner.precision": "fp32",
+    "train.seed_episodes": 5, "train.collect_every": 100, "train.total_updates": 100_000,
+}
+
 PRESETS: dict[str, dict[str, Any]] = {
-    "paper": {
-        "env.image_size": 64,
-        "env.fast_render": False,
-        "data.batch_size": 50,
-        "data.chunk_length": 50,
-        "data.image_bits": 5,
-    },
+    "paper": PAPER,
     "debug": {
-        "env.task": "mock",
-        "env.image_size": 16,
-        "env.processes": 0,
+        "env.task": "mock", "env.image_size": 64, "env.processes": 0, "env.episode_steps": 12,
+        "data.batch_size": 3, "data.chunk_length": 6, "data.prefetch": 1,
+        "model.belief_size": 16, "model.state_size": 4, "model.hidden_size": 16, "model.depth": 4,
+        "model.reward_layers": 1, "model.reward_units": 16,
+        "planner.horizon": 3, "planner.iterations": 2, "planner.candidates": 16, "planner.elites": 4,
+        "train.seed_episodes": 2, "train.total_updates": 12, "train.collect_every": 4, "train.test_every": 6,
+        "train.test_episodes": 2, "train.log_every": 2, "train.openloop_context": 2,
+        "train.openloop_length": 8, "run.device": "cpu",
     },
     "cpu": {
-        "env.fast_render": True,
+        "env.fast_render": True, "env.processes": 1,
+        "data.batch_size": 32, "data.chunk_length": 32,
+        "model.depth": 16, "model.belief_size": 200, "model.state_size": 30,
+        "optim.precision": "bf16", "planner.precision": "bf16",
+        "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
+        "train.collect_every": 50, "train.total_updates": 3000, "train.test_every": 500, "train.test_episodes": 2,
+        "train.log_every": 25, "run.device": "cpu",
     },
 }
 """Named override blocks, applied before `--set` overrides."""

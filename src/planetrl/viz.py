@@ -9,6 +9,31 @@ import numpy as np
 from PIL import Image
 
 
+def openloop_frames(truth: np.ndarray, model: np.ndarray, context: int) -> np.ndarray:
+    """(T, 3H, W, 3) frames: truth above model above error, a white bar under predicted model frames.
+
+    The bar marks where observations stop and the prediction runs open loop.
+    """
+    truth, model = np.asarray(truth), np.asarray(model)
+    if truth.shape != model.shape or truth.dtype != np.uint8:
+        raise ValueError(f"truth and model must be equal uint8 arrays, got {truth.shape} and {model.shape}")
+    error = np.abs(truth.astype(np.int16) - model.astype(np.int16)).astype(np.uint8)
+    frames = np.concatenate([truth, model, error], axis=1)
+    frames[context:, 2 * truth.shape[1] - 1] = 255
+    return frames
+
+
+def tile(frames: np.ndarray, columns: int) -> np.ndarray:
+    """Lay (T, H, W, 3) frames out as one (rows*H, columns*W, 3) image, for TensorBoard."""
+    count, height, width, _ = frames.shape
+    rows = -(-count // columns)
+    canvas = np.zeros((rows * height, columns * width, 3), np.uint8)
+    for index, frame in enumerate(frames):
+        r, c = divmod(index, columns)
+        canvas[r * height : (r + 1) * height, c * width : (c + 1) * width] = frame
+    return canvas
+
+
 def write_gif(frames: Sequence[np.ndarray] | np.ndarray, path: str | Path, fps: float = 20.0,
               scale: int = 1) -> Path:
     """Write (T,H,W,3) uint8 frames as a looping GIF, optionally upscaled by an integer factor."""

@@ -57,6 +57,19 @@ class WorldModel(nn.Module):
         """Reward means for features (..., F)."""
         return self.reward_head(features).squeeze(-1)
 
+    @torch.no_grad()
+    def open_loop(self, images: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
+                  context: int) -> torch.Tensor:
+        """Reconstruct the first `context` frames from observations, then predict the rest from actions only.
+
+        Returns (B, T, H, W, 3) image means, as in the paper's open-loop figures.
+        """
+        posterior, _ = self.observe(images[:, :context], actions[:, :context], is_first[:, :context])
+        observed = self.decode(self.features(posterior))
+        last = {key: value[:, -1] for key, value in posterior.items()}
+        predicted = self.dynamics.imagine_features(last, actions[:, context:], sample=False)
+        return torch.cat([observed, self.decode(predicted)], 1)
+
     def imagine(self, state: State, actions: torch.Tensor) -> torch.Tensor:
         """Predicted rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state."""
         return self.reward(self.dynamics.imagine_features(state, actions))

@@ -1,0 +1,81 @@
+"""Metrics to TensorBoard and metrics.jsonl, averaged over each logging interval."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+class StreamingMean:
+    """Running means of named scalars between two flushes (the agents library's streaming_mean)."""
+
+    def __init__(self) -> None:
+        self._sums: dict[str, float] = defaultdict(float)
+        self._counts: dict[str, int] = defaultdict(int)
+
+    def add(self, values: Mapping[str, float]) -> None:
+        for key, value in values.items():
+            self._sums[key] += float(value)
+            self._counts[key] += 1
+
+    def flush(self) -> dict[str, float]:
+        """The means since the last flush; then start over."""
+        means = {key: self._sums[key] / self._counts[key] for key in self._sums}
+        self._sums.clear()
+        self._counts.clear()
+        return means
+
+
+class MetricsLogger:
+    """Writes scalars to `metrics.jsonl` (one object per call) and to TensorBoard under `events/`."""
+
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / "metrics.jsonl"
+        self._writer: Any = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(str(self.run_dir / "events"))
+
+    def scalars(self, step: int, values: Mapping[str, float]) -> None:
+        """Log named scalars at a step (keys like `train/loss`)."""
+        clean = {k: float(v) for k, v in values.items() if v is not None and math.isfinite(float(v))}
+        record = {"step": int(step), "time": round(time.time(), 3), **clean}
+        with open(self.path, "a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        if self._writer is not None:
+            for key, value in clean.items():
+                self._writer.add_scalar(key, value, step)
+            self._writer.flush()
+
+    def image(self, step: int, name: str, image: np.ndarray) -> None:
+        """Log an (H, W, 3) uint8 image to TensorBoard."""
+        if self._writer is not None:
+            self._writer.add_image(name, image, step, dataformats="HWC")
+            self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
+    """All records of a run's metrics.jsonl; a torn last line (from a kill) is ignored."""
+    path = Path(run_dir) / "metrics.jsonl"
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

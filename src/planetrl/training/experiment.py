@@ -1,0 +1,143 @@
+"""Experiments: run directories under a logdir, claimed by workers with PING / DONE / FAIL.
+
+Several workers (processes on one machine or on machines sharing a
+filesystem) can point at the same logdir. A worker claims a run by creating
+its PING file exclusively and keeps it fresh with a heartbeat; DONE or FAIL
+(with the traceback) marks the end. A PING whose heartbeat stopped for
+`stale_seconds`, or whose owner process on this host is gone, is taken over
+and the run resumes from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+PING, DONE, FAIL = "PING", "DONE", "FAIL"
+
+
+def worker_id() -> str:
+    """host:pid:random, unique per worker process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def _owner_is_gone(ping: Path) -> bool:
+    """True when the PING names a process on this host that no longer exists."""
+    try:
+        owner = json.loads(ping.read_text())
+    except (OSError, ValueError):
+        return False
+    if owner.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(owner["pid"]), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, KeyError, ValueError):
+        return False
+    return False
+
+
+def run_state(run_dir: Path, stale_seconds: float) -> str:
+    """done, failed, running, stale or new."""
+    if (run_dir / DONE).exists():
+        return "done"
+    if (run_dir / FAIL).exists():
+        return "failed"
+    ping = run_dir / PING
+    if not ping.exists():
+        return "new"
+    try:
+        age = time.time() - ping.stat().st_mtime
+    except FileNotFoundError:
+        return "new"
+    return "stale" if age > stale_seconds or _owner_is_gone(ping) else "running"
+
+
+class Claim:
+    """A worker's hold on one run: heartbeat while held, DONE or FAIL at the end."""
+
+    def __init__(self, run_dir: Path, worker: str, heartbeat: float) -> None:
+        self.run_dir = run_dir
+        self.worker = worker
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, args=(heartbeat,), daemon=True)
+        self._thread.start()
+
+    def _beat(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                os.utime(self.run_dir / PING)
+            except FileNotFoundError:
+                return
+
+    def _release(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        (self.run_dir / PING).unlink(missing_ok=True)
+
+    def done(self) -> None:
+        _write_atomic(self.run_dir / DONE, json.dumps({"worker": self.worker, "time": time.time()}) + "\n")
+        self._release()
+
+    def fail(self, traceback_text: str) -> None:
+        _write_atomic(self.run_dir / FAIL, traceback_text)
+        self._release()
+
+    def abandon(self) -> None:
+        """Let go without a verdict (Ctrl-C): another worker may resume the run."""
+        self._release()
+
+
+def try_claim(run_dir: Path, stale_seconds: float, worker: str | None = None) -> Claim | None:
+    """Claim a new or stale run; None when it is done, failed, or held by a live worker."""
+    worker = worker or worker_id()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state = run_state(run_dir, stale_seconds)
+    if state in ("done", "failed", "running"):
+        return None
+    ping = run_dir / PING
+    if state == "stale":
+        # Only one taker wins the rename; the others find the file gone.
+        try:
+            os.rename(ping, run_dir / f".PING.stale.{uuid.uuid4().hex}")
+        except FileNotFoundError:
+            return None
+    host, pid = socket.gethostname(), os.getpid()
+    try:
+        fd = os.open(ping, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return None
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"worker": worker, "host": host, "pid": pid, "time": time.time()}, handle)
+    for stale in run_dir.glob(".PING.stale.*"):
+        stale.unlink(missing_ok=True)
+    with open(run_dir / "claims.jsonl", "a") as handle:
+        handle.write(json.dumps({"worker": worker, "time": time.time(), "took_over": state == "stale"}) + "\n")
+    return Claim(run_dir, worker, heartbeat=max(min(stale_seconds / 4, 30.0), 0.05))
+
+
+def run_dirs(logdir: Path, runs: int) -> list[Path]:
+    """The run directories of an experiment: logdir/run-00, run-01, ..."""
+    return [logdir / f"run-{index:02d}" for index in range(runs)]
+
+
+def claimable_runs(logdir: Path, runs: int, stale_seconds: float) -> Iterator[tuple[int, Path, Claim]]:
+    """Claim and yield the runs this worker should do, one at a time, in order."""
+    worker = worker_id()
+    for index, run_dir in enumerate(run_dirs(logdir, runs)):
+        claim = try_claim(run_dir, stale_seconds, worker)
+        if claim is not None:
+            yield index, run_dir, claim

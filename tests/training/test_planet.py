@@ -1,0 +1,163 @@
+"""End to end through the CLI on the debug preset (MockEnv): the run, resume, workers, NaN, eval, visualize."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from planetrl import config as C
+from planetrl.cli import main
+from planetrl.data.episodes import list_episodes, read_episode
+from planetrl.metrics import read_metrics
+from planetrl.training.planet import read_tests
+
+DEBUG = ["--preset", "debug", "--no-progress"]
+
+
+def _train(logdir, *extra):
+    return [sys.executable, "-m", "planetrl.cli", "train", "--logdir", str(logdir), *DEBUG, *extra]
+
+
+def _gif_frames(path: Path) -> int:
+    with Image.open(path) as image:
+        return image.n_frames
+
+
+def test_debug_preset_end_to_end(tmp_path, capsys):
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
+    run = tmp_path / "run-00"
+    cfg = C.build("debug")
+    assert (run / "DONE").exists() and not (run / "PING").exists()
+    collected = cfg.train.total_updates // cfg.train.collect_every
+    assert len(list_episodes(run / "train_episodes")) == cfg.train.seed_episodes + collected
+    tests = read_tests(run)
+    assert [t["updates"] for t in tests] == [8, 12]
+    assert all(len(t["returns"]) == cfg.train.test_episodes for t in tests)
+    keys = set().union(*read_metrics(run))
+    for key in ("train/loss", "train/kl", "train/grad_norm", "train/return", "test/return", "train/updates_per_s",
+                "test/seconds_per_action", "replay/episodes", "train/length"):
+        assert key in keys, key
+    assert list((run / "events").iterdir())
+    assert _gif_frames(run / "videos" / "openloop-0000012.gif") == cfg.train.openloop_length
+    assert _gif_frames(run / "videos" / "policy-0000012.gif") == 13  # 12 decisions + the reset frame
+    assert C.load(run / "config.yaml") == cfg
+    info = json.loads((run / "run_info.json").read_text())
+    assert info["torch"] == torch.__version__ and "planetrl" in info
+    # Running the finished experiment again does nothing and says so.
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
+    assert "1 done" in capsys.readouterr().out
+
+
+def test_same_seed_gives_identical_metrics(tmp_path):
+    for name in ("a", "b"):
+        assert main(["train", "--logdir", str(tmp_path / name), *DEBUG]) == 0
+    strip = lambda records: [{k: v for k, v in r.items() if k not in ("time",) and "per_s" not in k  # noqa: E731
+                              and "seconds" not in k} for r in records]
+    assert strip(read_metrics(tmp_path / "a" / "run-00")) == strip(read_metrics(tmp_path / "b" / "run-00"))
+
+
+def test_conflicting_flag_on_resume_is_an_error(tmp_path, capsys):
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=4"]) == 0
+    (tmp_path / "run-00" / "DONE").unlink()  # pretend it was interrupted
+    code = main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "model.depth=8"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "model.depth: saved 4, requested 8" in err and "saved config wins" in err
+
+
+def test_kill_9_mid_run_resumes_without_losing_episodes(tmp_path):
+    extra = ["--set", "train.total_updates=48", "--set", "train.test_every=16"]
+    process = subprocess.Popen(_train(tmp_path, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = tmp_path / "run-00"
+    checkpoint = run / "checkpoints" / "latest.pt"
+    while not (checkpoint.exists() and len(list_episodes(run / "train_episodes")) >= 5):
+        assert process.poll() is None, "the run ended before it could be killed"
+        time.sleep(0.05)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    killed_at = torch.load(checkpoint, weights_only=True)["updates"]
+    before = {p.name for p in list_episodes(run / "train_episodes")}
+    config_before = (run / "config.yaml").read_text()
+    assert not (run / "DONE").exists()
+
+    result = subprocess.run(_train(tmp_path, *extra), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert (run / "DONE").exists()
+    after = list_episodes(run / "train_episodes")
+    assert before <= {p.name for p in after}  # no episode lost
+    for path in after:
+        read_episode(path)  # none corrupt
+    assert len(after) == 2 + 48 // 4  # seed episodes + one per cycle: none missing, none collected twice
+    assert (run / "config.yaml").read_text() == config_before
+    claims = [json.loads(line) for line in (run / "claims.jsonl").read_text().splitlines()]
+    assert [c["took_over"] for c in claims] == [False, True]
+    steps = [r["step"] for r in read_metrics(run) if "train/loss" in r]
+    resumed = steps[steps.index(max(s for s in steps if s <= killed_at)) + 1:]
+    assert resumed and resumed[0] > killed_at  # the step count continues from the checkpoint
+
+
+def test_two_workers_split_four_runs(tmp_path):
+    workers = [subprocess.Popen(_train(tmp_path, "--runs", "4"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+               for _ in range(2)]
+    for worker in workers:
+        worker.wait()
+        assert worker.returncode == 0
+    for index in range(4):
+        run = tmp_path / f"run-{index:02d}"
+        assert (run / "DONE").exists()
+        assert len((run / "claims.jsonl").read_text().splitlines()) == 1  # done exactly once
+        assert C.load(run / "config.yaml").run.seed == index
+
+
+def test_nan_loss_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
+    from planetrl.training import updater as updater_module
+
+    original = updater_module.WorldModelUpdater.update
+    calls = []
+
+    def poisoned(self, batch):
+        calls.append(1)
+        if len(calls) > 5:  # after the first checkpoint (at update 4)
+            batch = {**batch, "reward": batch["reward"] * float("nan")}
+        return original(self, batch)
+
+    monkeypatch.setattr(updater_module.WorldModelUpdater, "update", poisoned)
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 1
+    run = tmp_path / "run-00"
+    assert "FloatingPointError: world-model loss is nan" in (run / "FAIL").read_text()
+    assert "FAILED" in capsys.readouterr().err
+    checkpoint = torch.load(run / "checkpoints" / "latest.pt", weights_only=True)
+    assert checkpoint["updates"] == 4
+    assert all(torch.isfinite(v).all() for v in checkpoint["updater"]["model"].values())
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("trained")
+    assert main(["train", "--logdir", str(logdir), *DEBUG]) == 0
+    return logdir / "run-00"
+
+
+def test_eval_prints_mean_and_std(trained_run, capsys):
+    assert main(["eval", "--run", str(trained_run), "--episodes", "3", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "over 3 episodes" in out
+    result = json.loads((trained_run / "eval.json").read_text())
+    assert len(result["returns"]) == 3 and np.isclose(result["mean"], np.mean(result["returns"]))
+
+
+def test_visualize_writes_videos_with_the_right_frame_count(trained_run, tmp_path):
+    out = tmp_path / "viz"
+    assert main(["visualize", "--run", str(trained_run), "--out", str(out), "--episodes", "2",
+                 "--device", "cpu"]) == 0
+    for number in range(2):
+        assert _gif_frames(out / f"policy-{number:02d}.gif") == 13
+        assert _gif_frames(out / f"openloop-{number:02d}.gif") == 8
