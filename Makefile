@@ -7,7 +7,7 @@ export MUJOCO_GL ?= egl
 export PYOPENGL_PLATFORM ?= egl
 export SDL_VIDEODRIVER ?= offscreen
 
-RUN_DIR ?= runs/collect-cartpole-swingup
+LOGDIR ?= runs/cartpole-swingup
 
 .PHONY: run test lint install clean
 
@@ -20,9 +20,10 @@ $(STAMP): pyproject.toml constraints.txt scripts/debian-packages.sh
 
 install: $(STAMP)
 
+# The main job: PlaNet on cartpole-swingup from pixels, sized for a 2-core CPU (about an hour).
+# Running it again resumes; the logs and videos are printed at the end.
 run: $(STAMP)
-	$(BIN)/planetrl collect --task cartpole-swingup --episodes 4 --processes 2 \
-		--outdir $(RUN_DIR) --gif
+	$(BIN)/planetrl train --task cartpole-swingup --preset cpu --logdir $(LOGDIR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -7,8 +7,9 @@ import logging
 import sys
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -121,30 +122,25 @@ def _explicit_keys(args: argparse.Namespace, extra: dict[str, object]) -> dict[s
     return explicit
 
 
-def cmd_train(args: argparse.Namespace) -> int:
+def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: dict[str, object],
+                    make_run: Callable[[Path, config_lib.Config], Any]) -> int:
+    """Claim runs of the experiment one by one, run each, and mark it DONE or FAIL."""
     import traceback
 
     from planetrl.training.experiment import claimable_runs, run_dirs, run_state
-    from planetrl.training.planet import PlanetRun, prepare_run_dir
+    from planetrl.training.planet import prepare_run_dir
 
-    if args.runs < 1:
-        raise config_lib.ConfigError(f"--runs must be at least 1, got {args.runs}")
-    extra = {"env.task": args.task, "run.device": args.device}
-    cfg = _resolve_config(args, extra)
-    explicit = _explicit_keys(args, extra)
-    logdir = Path(args.logdir)
+    if runs < 1:
+        raise config_lib.ConfigError(f"--runs must be at least 1, got {runs}")
     failures = 0
-    for index, run_dir, claim in claimable_runs(logdir, args.runs, cfg.train.stale_seconds):
+    for index, run_dir, claim in claimable_runs(logdir, runs, cfg.train.stale_seconds):
         run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
         run_explicit = {**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit
         try:
             run_cfg = prepare_run_dir(run_dir, run_cfg, run_explicit)
             print(f"run {run_dir}: task {run_cfg.env.task}, seed {run_cfg.run.seed}", flush=True)
-            result = PlanetRun(run_dir, run_cfg, progress=not args.no_progress).run()
-        except KeyboardInterrupt:
-            claim.abandon()
-            raise
-        except config_lib.ConfigError:
+            result = make_run(run_dir, run_cfg).run()
+        except (KeyboardInterrupt, config_lib.ConfigError):
             claim.abandon()
             raise
         except Exception as error:  # noqa: BLE001 - recorded in FAIL with its traceback
@@ -154,13 +150,65 @@ def cmd_train(args: argparse.Namespace) -> int:
                   f"  traceback in {run_dir / 'FAIL'}; the last good checkpoint is kept", file=sys.stderr)
             continue
         claim.done()
-        summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if k in ("test/return", "test/return_std"))
+        summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
         print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
               f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: tensorboard --logdir {run_dir / 'events'}\n"
               f"  videos: {run_dir / 'videos'}/", flush=True)
-    states = [run_state(d, cfg.train.stale_seconds) for d in run_dirs(logdir, args.runs)]
+    states = [run_state(d, cfg.train.stale_seconds) for d in run_dirs(logdir, runs)]
     print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))
     return 1 if failures else 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from planetrl.training.planet import PlanetRun
+
+    extra = {"env.task": args.task, "run.device": args.device}
+    cfg = _resolve_config(args, extra)
+    return _run_experiment(Path(args.logdir), args.runs, cfg, _explicit_keys(args, extra),
+                           lambda run_dir, run_cfg: PlanetRun(run_dir, run_cfg, progress=not args.no_progress))
+
+
+def cmd_ppo_train(args: argparse.Namespace) -> int:
+    from planetrl.training.ppo import PPORun
+
+    if args.config not in config_lib.PPO_CONFIGS:
+        raise config_lib.ConfigError(f"unknown PPO config '{args.config}'; allowed: "
+                                     f"{', '.join(sorted(config_lib.PPO_CONFIGS))}")
+    block = config_lib.PPO_CONFIGS[args.config]
+    cfg = config_lib.set_values(config_lib.Config(), block)
+    cfg = config_lib.set_values(cfg, config_lib.parse_assignments(args.overrides))
+    extra = {"run.device": args.device, "run.seed": args.seed}
+    cfg = config_lib.set_values(cfg, {k: v for k, v in extra.items() if v is not None})
+    explicit = {**block, **config_lib.parse_assignments(args.overrides),
+                **{k: v for k, v in extra.items() if v is not None}}
+    return _run_experiment(Path(args.logdir), args.runs, cfg, explicit,
+                           lambda run_dir, run_cfg: PPORun(run_dir, run_cfg, progress=not args.no_progress))
+
+
+def cmd_ppo_visualize(args: argparse.Namespace) -> int:
+    from planetrl.data.episodes import EpisodeWriter, read_episode
+    from planetrl.envs.make import make_batch_env
+    from planetrl.training.driver import Driver
+    from planetrl.training.ppo import EvalMode, load_trained_ppo
+    from planetrl.viz import write_gif
+
+    run_dir, outdir = Path(args.run), Path(args.out)
+    cfg = config_lib.load(run_dir / "config.yaml")
+    env_cfg = config_lib.set_values(cfg, {"env.pixels": True, "env.processes": 0}).env
+    env = make_batch_env(env_cfg, args.episodes, seed=cfg.run.seed + 17)
+    try:
+        agent = load_trained_ppo(run_dir, cfg, env)
+        discrete = getattr(env.action_space, "n", None)
+        writer = EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None)
+        with EvalMode(agent):
+            results = Driver(env, agent, [writer], seed=cfg.run.seed + 17).run(args.episodes, explore=False)
+    finally:
+        env.close()
+    for number, path in enumerate(writer.written):
+        write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=30, scale=2)
+    print(f"wrote {len(writer.written)} videos to {outdir}/ (returns: "
+          + ", ".join(f"{r.score:.1f}" for r in results) + ")")
+    return 0
 
 
 def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | None) -> list[float]:
@@ -301,6 +349,32 @@ def build_parser() -> argparse.ArgumentParser:
     visualize.add_argument("--episodes", type=int, default=2, help="policy episodes (default 2)")
     visualize.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     visualize.set_defaults(func=cmd_visualize)
+
+    ppo = commands.add_parser("ppo", help="the batched PPO baseline: train and visualize",
+                              description="Batched PPO from state on the same environment layer (the agents "
+                                          "library's train and visualize scripts).")
+    ppo_commands = ppo.add_subparsers(dest="ppo_command", required=True, metavar="PPO_COMMAND")
+    ppo_train = ppo_commands.add_parser(
+        "train", help="train PPO (resumes what is already in --logdir)",
+        description="Train batched PPO; running the same command again resumes.",
+        epilog=_config_epilog() + "\nPPO configs: " + ", ".join(sorted(config_lib.PPO_CONFIGS)),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ppo_train.add_argument("--config", required=True, help="PPO config: "
+                           + ", ".join(sorted(config_lib.PPO_CONFIGS)))
+    ppo_train.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
+    ppo_train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...)")
+    ppo_train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
+    ppo_train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                           help="override one config value, e.g. --set ppo.lr=3e-4 (repeatable)")
+    ppo_train.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
+    ppo_train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
+    ppo_train.set_defaults(func=cmd_ppo_train)
+    ppo_visualize = ppo_commands.add_parser("visualize", help="videos of a trained PPO agent's episodes",
+                                            description="Render episodes of the latest checkpoint as GIFs.")
+    ppo_visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    ppo_visualize.add_argument("--out", required=True, help="directory for the videos")
+    ppo_visualize.add_argument("--episodes", type=int, default=2, help="episodes to render (default 2)")
+    ppo_visualize.set_defaults(func=cmd_ppo_visualize)
 
     show = commands.add_parser("config", help="print the resolved configuration as YAML",
                                description="Print the configuration that a preset and overrides resolve to.",

@@ -45,6 +45,7 @@ class EnvConfig:
     action_repeat: int = option(0, "Environment steps per decision; 0 takes the task's default.", low=0)
     episode_steps: int = option(0, "Environment steps per episode; 0 takes the task's default.", low=0)
     fast_render: bool = option(False, "DMC: shadows and multisampling off (about 5x faster rendering).")
+    pixels: bool = option(True, "Observe rendered images; false observes only the state (no rendering).")
     processes: int = option(1, "Environment processes for collection; 0 runs the env in-process.", low=0)
     start_method: str = option("spawn", "multiprocessing start method for env processes.",
                                choices=("spawn", "forkserver", "fork"))
@@ -135,6 +136,32 @@ class TrainConfig:
 
 
 @dataclass(frozen=True)
+class PPOConfig:
+    """Batched PPO (REFERENCE.md's batch-ppo defaults)."""
+
+    num_envs: int = option(30, "Environments stepped in parallel.", low=1)
+    update_every: int = option(30, "Finished episodes between two updates.", low=1)
+    epochs: int = option(25, "Gradient steps over the whole batch per update.", low=1)
+    lr: float = option(1e-4, "Adam learning rate.", low=0.0)
+    discount: float = option(0.995, "Discount factor.", low=0.0, high=1.0)
+    gae_lambda: float = option(0.95, "GAE lambda.", low=0.0, high=1.0)
+    objective: str = option("kl_penalty", "Adaptive KL penalty, or the clipped objective.",
+                            choices=("kl_penalty", "clip"))
+    kl_target: float = option(0.01, "Target KL per update for the adaptive penalty.", low=0.0)
+    kl_cutoff_factor: float = option(2.0, "KL above factor x target is penalized quadratically.", low=0.0)
+    kl_cutoff_coef: float = option(1000.0, "Coefficient of the quadratic KL cutoff penalty.", low=0.0)
+    kl_init_penalty: float = option(1.0, "Initial KL penalty coefficient.", low=0.0)
+    clip: float = option(0.2, "Ratio clipping range of the clipped objective.", low=0.0)
+    init_std: float = option(0.35, "Initial std of the Gaussian policy.", low=0.0)
+    policy_layers: tuple[int, ...] = option((200, 100), "Hidden units of the policy MLP.")
+    value_layers: tuple[int, ...] = option((200, 100), "Hidden units of the value MLP.")
+    normalize_rewards: bool = option(True, "Scale rewards by their running std (clip 10).")
+    total_steps: int = option(1_000_000, "Environment steps of the whole run.", low=1)
+    eval_every: int = option(10, "Updates between two evaluation phases.", low=1)
+    eval_episodes: int = option(10, "Episodes per evaluation phase (mean action, no noise).", low=1)
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """Seed, device and bookkeeping that every command shares."""
 
@@ -153,6 +180,7 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
     run: RunConfig = field(default_factory=RunConfig)
 
 
@@ -192,6 +220,22 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 """Named override blocks, applied before `--set` overrides."""
+
+_PPO_STATE = {"env.pixels": False, "env.processes": 0, "run.device": "cpu"}
+PPO_CONFIGS: dict[str, dict[str, Any]] = {
+    "pendulum": {**_PPO_STATE, "env.task": "gym:Pendulum-v1", "ppo.total_steps": 1_000_000},
+    "cartpole": {**_PPO_STATE, "env.task": "gym:CartPole-v1", "ppo.total_steps": 300_000},
+    "reacher": {**_PPO_STATE, "env.task": "reacher-easy", "ppo.total_steps": 5_000_000},
+    "cheetah": {**_PPO_STATE, "env.task": "cheetah-run", "ppo.total_steps": 10_000_000},
+    "walker": {**_PPO_STATE, "env.task": "walker-walk", "ppo.total_steps": 10_000_000},
+    "hopper": {**_PPO_STATE, "env.task": "gym:Hopper-v5", "ppo.total_steps": 10_000_000},
+    "ant": {**_PPO_STATE, "env.task": "gym:Ant-v5", "ppo.total_steps": 10_000_000},
+    "humanoid": {**_PPO_STATE, "env.task": "gym:Humanoid-v5", "ppo.total_steps": 50_000_000},
+    "debug": {**_PPO_STATE, "env.task": "mock", "env.episode_steps": 10, "ppo.num_envs": 3,
+              "ppo.update_every": 3, "ppo.epochs": 2, "ppo.total_steps": 150, "ppo.eval_every": 2,
+              "ppo.eval_episodes": 2, "ppo.policy_layers": (16,), "ppo.value_layers": (16,)},
+}
+"""The PPO configs of the agents library (`planetrl ppo train --config NAME`), from state."""
 
 
 # ---------------------------------------------------------------- validation

@@ -26,7 +26,8 @@ class DMCEnv(gym.Env):
     metadata = {"render_modes": ["rgb_array"]}
 
     def __init__(
-        self, domain: str, task: str, size: int = 64, camera: int = 0, fast_render: bool = False, seed: int = 0
+        self, domain: str, task: str, size: int = 64, camera: int = 0, fast_render: bool = False, seed: int = 0,
+        render: bool = True,
     ) -> None:
         ensure_headless_gl()
         from dm_control import suite
@@ -37,6 +38,7 @@ class DMCEnv(gym.Env):
         self._env = suite.load(domain, task, task_kwargs={"random": seed})
         self._size = size
         self._camera = camera
+        self._pixels = render
         if fast_render:
             model = self._env.physics.model
             model.vis.quality.shadowsize = 0
@@ -47,16 +49,14 @@ class DMCEnv(gym.Env):
         self.action_space = gym.spaces.Box(spec.minimum.astype(np.float32), spec.maximum.astype(np.float32),
                                            spec.shape, np.float32)
         state_size = sum(int(np.prod(s.shape)) for s in self._env.observation_spec().values())
-        self.observation_space = gym.spaces.Dict(
-            {
-                "image": gym.spaces.Box(0, 255, (size, size, 3), np.uint8),
-                "state": gym.spaces.Box(-np.inf, np.inf, (state_size,), np.float32),
-            }
-        )
+        spaces = {"state": gym.spaces.Box(-np.inf, np.inf, (state_size,), np.float32)}
+        if render:
+            spaces["image"] = gym.spaces.Box(0, 255, (size, size, 3), np.uint8)
+        self.observation_space = gym.spaces.Dict(spaces)
 
     def _observe(self, time_step: Any) -> dict[str, np.ndarray]:
         state = np.concatenate([np.asarray(v, np.float32).reshape(-1) for v in time_step.observation.values()])
-        return {"image": self.render(), "state": state}
+        return {"image": self.render(), "state": state} if self._pixels else {"state": state}
 
     def render(self) -> np.ndarray:
         return self._env.physics.render(self._size, self._size, camera_id=self._camera)

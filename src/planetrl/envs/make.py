@@ -29,9 +29,15 @@ def decisions_per_episode(cfg: EnvConfig, spec: TaskSpec | None = None) -> int:
 def make_env(cfg: EnvConfig, seed: int = 0, spec: TaskSpec | None = None) -> Any:
     """The task's env with the standard wrapper stack, in this process."""
     spec = spec or resolve(cfg.task)
-    env = spec.constructor(size=cfg.image_size, seed=seed, fast_render=cfg.fast_render)
-    if env.observation_space["image"].shape[:2] != (cfg.image_size, cfg.image_size):
-        env = wrappers.ResizeImage(env, cfg.image_size)
+    if not cfg.pixels:
+        if spec.state_constructor is not None:
+            env = spec.state_constructor(seed=seed)
+        else:
+            env = wrappers.DropImage(spec.constructor(size=cfg.image_size, seed=seed, fast_render=True))
+    else:
+        env = spec.constructor(size=cfg.image_size, seed=seed, fast_render=cfg.fast_render)
+        if env.observation_space["image"].shape[:2] != (cfg.image_size, cfg.image_size):
+            env = wrappers.ResizeImage(env, cfg.image_size)
     repeat = action_repeat(cfg, spec)
     if repeat > 1:
         env = wrappers.ActionRepeat(env, repeat)

@@ -42,6 +42,8 @@ class TaskSpec:
     `constructor(size=, seed=, fast_render=)` returns a gymnasium.Env whose
     observation is a dict with a uint8 `image`. `episode_steps` counts raw
     environment steps (before action repeat); 0 means the env ends episodes itself.
+    `state_constructor(seed=)`, when given, builds the task without rendering,
+    observing only a float32 `state` (for model-free baselines from state).
     """
 
     name: str
@@ -51,6 +53,7 @@ class TaskSpec:
     image_size: int = 64
     family: str = "custom"
     description: str = ""
+    state_constructor: Callable[..., Any] | None = None
 
 
 _REGISTRY: dict[str, TaskSpec] = {}
@@ -80,6 +83,20 @@ def make_gym_task(env_id: str, size: int, seed: int, fast_render: bool) -> Any:
     return make_gym(env_id, size=size)
 
 
+def make_dmc_state(domain: str, task: str, seed: int) -> Any:
+    """DMC task observed through its proprioceptive state, without rendering."""
+    from planetrl.envs.dmc import DMCEnv
+
+    return DMCEnv(domain, task, seed=seed, render=False)
+
+
+def make_gym_state(env_id: str, seed: int) -> Any:
+    """Gymnasium task observed through its own (flattened) observation, without rendering."""
+    from planetrl.envs.gym import make_gym
+
+    return make_gym(env_id, pixels=False)
+
+
 def make_mock(size: int, seed: int, fast_render: bool) -> Any:
     """Constructor for the `mock` task: 50-step episodes, 2-d actions."""
     return MockEnv(durations=(50,), image_size=size)
@@ -90,6 +107,7 @@ def _dmc_spec(name: str) -> TaskSpec:
     return TaskSpec(
         name, functools.partial(make_dmc, domain, task), action_repeat=PAPER_ACTION_REPEAT.get(name, 2),
         episode_steps=1000, family="dmc", description=f"DeepMind Control Suite {domain} {task}",
+        state_constructor=functools.partial(make_dmc_state, domain, task),
     )
 
 
@@ -103,7 +121,8 @@ def _gym_spec(name: str) -> TaskSpec:
         raise ValueError(f"unknown Gymnasium id '{env_id}' in task '{name}': {error}") from error
     steps = registered.max_episode_steps or 1000
     return TaskSpec(name, functools.partial(make_gym_task, env_id), action_repeat=1, episode_steps=steps,
-                    family="gym", description=f"Gymnasium {env_id}, pixels from render()")
+                    family="gym", description=f"Gymnasium {env_id}, pixels from render()",
+                    state_constructor=functools.partial(make_gym_state, env_id))
 
 
 for _name in PAPER_ACTION_REPEAT:

@@ -126,6 +126,37 @@ class PixelObservation(gym.ObservationWrapper, RecordConstructorArgs):
         return obs
 
 
+class StateObservation(gym.ObservationWrapper, RecordConstructorArgs):
+    """A Box observation as `{"state": float32 vector}`, with no rendering."""
+
+    def __init__(self, env: gym.Env) -> None:
+        RecordConstructorArgs.__init__(self)
+        super().__init__(env)
+        inner = env.observation_space
+        if not isinstance(inner, gym.spaces.Box):
+            raise ValueError(f"StateObservation needs a Box observation space, got {inner}")
+        size = int(np.prod(inner.shape))
+        self.observation_space = gym.spaces.Dict({"state": gym.spaces.Box(-np.inf, np.inf, (size,), np.float32)})
+
+    def observation(self, observation: Any) -> dict[str, np.ndarray]:
+        return {"state": np.asarray(observation, np.float32).reshape(-1)}
+
+
+class DropImage(gym.ObservationWrapper, RecordConstructorArgs):
+    """Remove the `image` entry, for tasks without a state-only constructor."""
+
+    def __init__(self, env: gym.Env) -> None:
+        RecordConstructorArgs.__init__(self)
+        super().__init__(env)
+        spaces = {k: v for k, v in env.observation_space.spaces.items() if k != "image"}
+        if not spaces:
+            raise ValueError("this task observes only an image; it has no state to keep")
+        self.observation_space = gym.spaces.Dict(spaces)
+
+    def observation(self, observation: dict) -> dict:
+        return {k: v for k, v in observation.items() if k != "image"}
+
+
 class ResizeImage(gym.ObservationWrapper, RecordConstructorArgs):
     """Resize the `image` entry of a dict observation to size x size."""
 

@@ -1,0 +1,116 @@
+"""The PPO recipe: collect a batch of episodes from N envs, update, evaluate now and then; resumable."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from planetrl import config as config_lib
+from planetrl.agents.ppo import PPOAgent, PPOSettings
+from planetrl.envs.batch import BatchEnv
+from planetrl.envs.make import action_repeat, make_batch_env
+from planetrl.metrics import MetricsLogger
+from planetrl.training.driver import Driver
+from planetrl.training.planet import load_checkpoint, save_checkpoint
+from planetrl.training.updater import resolve_device
+
+log = logging.getLogger(__name__)
+
+
+def ppo_settings(cfg: config_lib.Config) -> PPOSettings:
+    """The algorithm's settings from the `ppo` config section."""
+    p = cfg.ppo
+    return PPOSettings(p.discount, p.gae_lambda, p.lr, p.epochs, p.objective, p.kl_target, p.kl_cutoff_factor,
+                       p.kl_cutoff_coef, p.kl_init_penalty, p.clip, p.init_std, p.policy_layers, p.value_layers,
+                       normalize_rewards=p.normalize_rewards)
+
+
+def build_agent(cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
+    if "state" not in env.observation_space.spaces:
+        raise ValueError(f"PPO learns from state, but task '{cfg.env.task}' offers only images")
+    obs_size = int(np.prod(env.observation_space["state"].shape))
+    return PPOAgent(obs_size, env.action_space, len(env), ppo_settings(cfg), seed=cfg.run.seed,
+                    device=resolve_device(cfg.run.device))
+
+
+class EvalMode:
+    """Within the block the agent acts deterministically and buffers nothing."""
+
+    def __init__(self, agent: PPOAgent) -> None:
+        self.agent = agent
+        self.observe = agent.observe
+
+    def __enter__(self) -> PPOAgent:
+        self.agent.observe = lambda transition: None  # type: ignore[method-assign]
+        return self.agent
+
+    def __exit__(self, *args: object) -> None:
+        self.agent.observe = self.observe  # type: ignore[method-assign]
+
+
+class PPORun:
+    """One PPO run in one directory; `run()` starts or resumes it."""
+
+    def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True) -> None:
+        self.run_dir = Path(run_dir)
+        self.cfg = cfg
+        self.progress = progress
+        self.checkpoint_path = self.run_dir / "checkpoints" / "latest.pt"
+
+    def run(self) -> dict[str, float]:
+        from tqdm import tqdm
+
+        cfg, p = self.cfg, self.cfg.ppo
+        env = make_batch_env(cfg.env, p.num_envs, seed=cfg.run.seed)
+        repeat = action_repeat(cfg.env)
+        agent = build_agent(cfg, env)
+        updates = env_steps = 0
+        checkpoint = load_checkpoint(self.checkpoint_path, agent.device)
+        if checkpoint is not None:
+            agent.load_state_dict(checkpoint["agent"])
+            updates, env_steps = int(checkpoint["updates"]), int(checkpoint["env_steps"])
+            log.info("resumed %s at update %d (%d env steps)", self.run_dir, updates, env_steps)
+        logger = MetricsLogger(self.run_dir)
+        bar = tqdm(total=p.total_steps, initial=min(env_steps, p.total_steps), desc=self.run_dir.name,
+                   unit="step", unit_scale=True, disable=not self.progress, dynamic_ncols=True)
+        start = time.time()
+        last: dict[str, float] = {}
+        try:
+            while env_steps < p.total_steps:
+                results = Driver(env, agent, seed=cfg.run.seed * 1_000_003 + updates).run(p.update_every)
+                steps = sum(r.length for r in results) * repeat
+                metrics = agent.update()
+                updates += 1
+                env_steps += steps
+                bar.update(steps)
+                logger.scalars(env_steps, {**{f"train/{k}": v for k, v in metrics.items()},
+                                           "train/updates": updates, "train/wall_seconds": time.time() - start})
+                if updates % p.eval_every == 0 or env_steps >= p.total_steps:
+                    with EvalMode(agent):
+                        evaluated = Driver(env, agent, seed=cfg.run.seed * 7_000_003 + updates).run(
+                            p.eval_episodes, explore=False)
+                    returns = np.array([r.score for r in evaluated])
+                    last = {"eval/return": float(returns.mean()), "eval/return_std": float(returns.std())}
+                    logger.scalars(env_steps, {**last, "eval/wall_seconds": time.time() - start})
+                    bar.set_postfix(eval_return=f"{returns.mean():.1f}")
+                save_checkpoint(self.checkpoint_path, {"agent": agent.state_dict(), "updates": updates,
+                                                       "env_steps": env_steps, "config": config_lib.to_dict(cfg)})
+        finally:
+            bar.close()
+            env.close()
+            logger.close()
+        return last
+
+
+def load_trained_ppo(run_dir: Path, cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
+    """A PPO agent with the latest checkpoint of a run, for an env batch of any size."""
+    checkpoint = load_checkpoint(Path(run_dir) / "checkpoints" / "latest.pt", torch.device("cpu"))
+    if checkpoint is None:
+        raise FileNotFoundError(f"{run_dir} has no checkpoint yet")
+    agent = build_agent(cfg, env)
+    agent.load_state_dict(checkpoint["agent"])
+    return agent
