@@ -49,6 +49,8 @@ class EnvConfig:
     processes: int = option(1, "Environment processes for collection; 0 runs the env in-process.", low=0)
     start_method: str = option("spawn", "multiprocessing start method for env processes.",
                                choices=("spawn", "forkserver", "fork"))
+    carla_host: str = option("localhost", "CARLA server host for carla:TOWN tasks.")
+    carla_port: int = option(2000, "CARLA server RPC port.", low=1, high=65535)
     max_restarts: int = option(5, "Simulator crashes tolerated within restart_window seconds.", low=0)
     restart_window: float = option(600.0, "Seconds over which simulator crashes are counted.", low=0.0)
 
@@ -208,6 +210,17 @@ PRESETS: dict[str, dict[str, Any]] = {
         "train.seed_episodes": 2, "train.total_updates": 12, "train.collect_every": 4, "train.test_every": 6,
         "train.test_episodes": 2, "train.log_every": 2, "train.openloop_context": 2,
         "train.openloop_length": 8, "run.device": "cpu",
+    },
+    "carla128": {
+        "env.task": "highway", "env.image_size": 128, "data.batch_size": 40, "data.chunk_length": 50,
+        "data.max_episodes": 100,
+    },
+    "cpu128": {
+        "env.task": "highway", "env.image_size": 128, "env.processes": 1, "data.batch_size": 16,
+        "data.chunk_length": 32, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "bf16",
+        "planner.precision": "bf16", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
+        "train.collect_every": 50, "train.total_updates": 2000, "train.test_every": 500,
+        "train.test_episodes": 2, "train.log_every": 25, "run.device": "cpu",
     },
     "cpu": {
         "env.fast_render": True, "env.processes": 1,

@@ -35,7 +35,8 @@ def make_env(cfg: EnvConfig, seed: int = 0, spec: TaskSpec | None = None) -> Any
         else:
             env = wrappers.DropImage(spec.constructor(size=cfg.image_size, seed=seed, fast_render=True))
     else:
-        env = spec.constructor(size=cfg.image_size, seed=seed, fast_render=cfg.fast_render)
+        extra = {"host": cfg.carla_host, "port": cfg.carla_port} if spec.family == "carla" else {}
+        env = spec.constructor(size=cfg.image_size, seed=seed, fast_render=cfg.fast_render, **extra)
         if env.observation_space["image"].shape[:2] != (cfg.image_size, cfg.image_size):
             env = wrappers.ResizeImage(env, cfg.image_size)
     repeat = action_repeat(cfg, spec)

@@ -97,6 +97,21 @@ def make_gym_state(env_id: str, seed: int) -> Any:
     return make_gym(env_id, pixels=False)
 
 
+def make_highway_task(size: int, seed: int, fast_render: bool) -> Any:
+    """Constructor for the offline driving task."""
+    from planetrl.envs.driving import make_highway
+
+    return make_highway(size, seed, fast_render)
+
+
+def make_carla(town: str, size: int, seed: int, fast_render: bool, host: str = "localhost",
+               port: int = 2000) -> Any:
+    """Constructor for `carla:TOWN` tasks; needs a running CARLA server."""
+    from planetrl.envs.carla import CarlaEnv
+
+    return CarlaEnv(host=host, port=port, town=town, size=size, seed=seed)
+
+
 def make_mock(size: int, seed: int, fast_render: bool) -> Any:
     """Constructor for the `mock` task: 50-step episodes, 2-d actions."""
     return MockEnv(durations=(50,), image_size=size)
@@ -127,6 +142,8 @@ def _gym_spec(name: str) -> TaskSpec:
 
 for _name in PAPER_ACTION_REPEAT:
     register(_dmc_spec(_name))
+register(TaskSpec("highway", make_highway_task, action_repeat=1, episode_steps=150, image_size=64,
+                  family="driving", description="offline driving: highway-env top-down, 20 cars, continuous"))
 register(TaskSpec("mock", make_mock, action_repeat=1, episode_steps=0, image_size=16, family="mock",
                   description="deterministic MockEnv for tests and the debug preset"))
 
@@ -144,9 +161,13 @@ def resolve(name: str) -> TaskSpec:
         return _gym_spec(name)
     if name.startswith("dmc:"):
         return _dmc_spec(name[4:])
+    if name.startswith("carla:"):
+        town = name.split(":", 1)[1] or "Town01"
+        return TaskSpec(name, functools.partial(make_carla, town), action_repeat=1, episode_steps=1000,
+                        image_size=128, family="carla", description=f"CARLA {town}, RGB camera, synchronous")
     close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     raise ValueError(
         f"unknown task '{name}'.{hint} Registered: {', '.join(task_names())}; "
-        "also any Gymnasium id as gym:ID and any DMC task as dmc:domain-task."
+        "also any Gymnasium id as gym:ID, any DMC task as dmc:domain-task, and carla:TOWN."
     )

@@ -1,0 +1,44 @@
+"""Offline driving from pixels: highway-env's top-down highway, continuous throttle and steering.
+
+Runs anywhere (no simulator server), so the 128x128 path of the CARLA
+variant is exercised on every machine. Rendering is headless through SDL's
+`offscreen` driver (the `dummy` driver gives black frames).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import gymnasium
+
+from planetrl.envs.wrappers import PixelObservation
+
+
+def make_highway(size: int, seed: int, fast_render: bool, vehicles: int = 20, duration: int = 30,
+                 policy_frequency: int = 5) -> gymnasium.Env:
+    """highway-v0 with continuous actions, `vehicles` other cars (50 is 10x slower), frames of size x size.
+
+    Reward is highway-env's: high speed, keeping right, minus a collision
+    penalty, normalized to [0, 1] per step; a collision or leaving the road ends
+    the episode, otherwise it lasts `duration` seconds at `policy_frequency` Hz.
+    """
+    os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
+    if os.environ["SDL_VIDEODRIVER"] == "dummy":
+        raise RuntimeError("SDL_VIDEODRIVER=dummy renders black frames; use SDL_VIDEODRIVER=offscreen")
+    import highway_env  # noqa: F401 - registers the highway environments
+
+    config: dict[str, Any] = {
+        "action": {"type": "ContinuousAction"},
+        "vehicles_count": vehicles,
+        "duration": duration,
+        "policy_frequency": policy_frequency,
+        "screen_width": size,
+        "screen_height": size,
+        "scaling": 1.6 * size / 64,  # about 40 m of road in view at any size
+        "offroad_terminal": True,
+    }
+    env = gymnasium.make("highway-v0", render_mode="rgb_array", config=config)
+    if isinstance(env, gymnasium.wrappers.TimeLimit):
+        env = env.env
+    return PixelObservation(env, size)
