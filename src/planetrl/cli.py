@@ -123,7 +123,8 @@ def _explicit_keys(args: argparse.Namespace, extra: dict[str, object]) -> dict[s
 
 
 def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: dict[str, object],
-                    make_run: Callable[[Path, config_lib.Config], Any]) -> int:
+                    make_run: Callable[[Path, config_lib.Config], Any], only: int | None = None,
+                    wait: bool = False) -> int:
     """Claim runs of the experiment one by one, run each, and mark it DONE or FAIL."""
     import traceback
 
@@ -133,7 +134,9 @@ def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: d
     if runs < 1:
         raise config_lib.ConfigError(f"--runs must be at least 1, got {runs}")
     failures = 0
-    for index, run_dir, claim in claimable_runs(logdir, runs, cfg.train.stale_seconds):
+    if only is not None and not 0 <= only < runs:
+        raise config_lib.ConfigError(f"--index must be within 0..{runs - 1}, got {only}")
+    for index, run_dir, claim in claimable_runs(logdir, runs, cfg.train.stale_seconds, only, wait):
         run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
         run_explicit = {**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit
         try:
@@ -165,7 +168,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     extra = {"env.task": args.task, "run.device": args.device}
     cfg = _resolve_config(args, extra)
     return _run_experiment(Path(args.logdir), args.runs, cfg, _explicit_keys(args, extra),
-                           lambda run_dir, run_cfg: PlanetRun(run_dir, run_cfg, progress=not args.no_progress))
+                           lambda run_dir, run_cfg: PlanetRun(run_dir, run_cfg, progress=not args.no_progress),
+                           args.index, args.wait)
 
 
 def cmd_ppo_train(args: argparse.Namespace) -> int:
@@ -271,6 +275,62 @@ def cmd_visualize(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- sweep / status / report
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from planetrl.training.sweep import missing_runs, run_local, run_ray, sweep_units
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if not tasks or args.seeds < 1:
+        raise config_lib.ConfigError(f"--tasks needs at least one task and --seeds at least 1, got "
+                                     f"{args.tasks!r} and {args.seeds}")
+    from planetrl.envs.registry import resolve
+
+    for task in tasks:
+        resolve(task)  # unknown names fail here, before anything starts
+    cfg = _resolve_config(args, {})
+    train_args = ([f"--preset={args.preset}"] if args.preset else []) + \
+        [f"--set={item}" for item in args.overrides] + ([f"--seed={args.seed}"] if args.seed is not None else [])
+    if args.device:
+        train_args.append(f"--device={args.device}")
+    logdir = Path(args.logdir)
+    units = missing_runs(logdir, sweep_units(tasks, args.seeds), cfg.train.stale_seconds)
+    print(f"sweep: {len(tasks)} tasks x {args.seeds} seeds, {len(units)} runs to do ({args.backend})", flush=True)
+    if args.backend == "ray":
+        results = run_ray(units, logdir, train_args, args.address, args.cpus_per_run, args.gpus_per_run,
+                          cfg.train.stale_seconds)
+    else:
+        results = run_local(units, logdir, train_args, args.parallel, cfg.train.stale_seconds)
+    states = list(results.values())
+    print(f"sweep: {states.count('done')} done, {states.count('failed')} failed, "
+          f"{len(states) - states.count('done') - states.count('failed')} unfinished; "
+          f"see `planetrl status --logdir {logdir}`")
+    return 0 if all(s == "done" for s in states) else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from planetrl.training.sweep import format_status, status_rows
+
+    rows = status_rows(Path(args.logdir), args.stale_seconds)
+    if not rows:
+        print(f"no runs under {args.logdir}")
+        return 1
+    print(format_status(rows))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from planetrl.training.report import write_report
+    from planetrl.training.sweep import status_rows
+
+    rows = status_rows(Path(args.logdir))
+    written = write_report(rows, Path(args.out))
+    print((Path(args.out) / "report.md").read_text())
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
 # ---------------------------------------------------------------- config
 
 
@@ -330,6 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...); default 1")
     train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
+    train.add_argument("--index", type=int, help="do only run INDEX of the --runs (sweeps use this)")
+    train.add_argument("--wait", action="store_true",
+                       help="wait for runs held by another worker until they are done or stale, then take over")
     _add_config_options(train)
     train.set_defaults(func=cmd_train)
 
@@ -375,6 +438,41 @@ def build_parser() -> argparse.ArgumentParser:
     ppo_visualize.add_argument("--out", required=True, help="directory for the videos")
     ppo_visualize.add_argument("--episodes", type=int, default=2, help="episodes to render (default 2)")
     ppo_visualize.set_defaults(func=cmd_ppo_visualize)
+
+    sweep = commands.add_parser(
+        "sweep", help="train every task x seed, locally or on a Ray cluster",
+        description="One experiment per task (LOGDIR/<task>/run-NN, one run per seed). Runs already done are "
+                    "skipped, so the same command finishes what is missing; a run whose process dies is retried "
+                    "and resumes from its checkpoint. With Ray, LOGDIR must be on storage every node sees.",
+        epilog=_config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweep.add_argument("--tasks", required=True, help="comma-separated task names")
+    sweep.add_argument("--seeds", type=int, default=5, help="runs (seeds) per task (default 5)")
+    sweep.add_argument("--logdir", required=True, help="sweep directory")
+    sweep.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="local processes, or Ray tasks (needs the ray extra)")
+    sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    sweep.add_argument("--parallel", type=int, default=1, help="local backend: runs at a time (default 1)")
+    sweep.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray backend: CPUs each run needs")
+    sweep.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray backend: GPUs each run needs")
+    sweep.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device for every run")
+    _add_config_options(sweep)
+    sweep.set_defaults(func=cmd_sweep)
+
+    status = commands.add_parser("status", help="table of the runs under a logdir",
+                                 description="Task, seed, state (running/done/failed/stale), episodes, updates, "
+                                             "latest test return and wall-clock of every run; safe while runs go on.")
+    status.add_argument("--logdir", required=True, help="experiment or sweep directory")
+    status.add_argument("--stale-seconds", type=float, default=600.0,
+                        help="a heartbeat older than this marks a run stale (default 600)")
+    status.set_defaults(func=cmd_status)
+
+    report = commands.add_parser("report", help="results table and learning-curve plots of a sweep",
+                                 description="report.md: final test return per task, mean and std over seeds, "
+                                             "episodes, wall-clock and hardware (Table 1 layout); a PNG per task "
+                                             "of test return against episodes.")
+    report.add_argument("--logdir", required=True, help="sweep directory")
+    report.add_argument("--out", required=True, help="directory for report.md and the plots")
+    report.set_defaults(func=cmd_report)
 
     show = commands.add_parser("config", help="print the resolved configuration as YAML",
                                description="Print the configuration that a preset and overrides resolve to.",

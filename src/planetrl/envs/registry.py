@@ -117,6 +117,11 @@ def make_mock(size: int, seed: int, fast_render: bool) -> Any:
     return MockEnv(durations=(50,), image_size=size)
 
 
+def make_mock_3d(size: int, seed: int, fast_render: bool) -> Any:
+    """Constructor for the `mock-3d` task: 30-step episodes, 3-d actions."""
+    return MockEnv(durations=(30,), image_size=size, action_size=3)
+
+
 def _dmc_spec(name: str) -> TaskSpec:
     domain, task = name.split("-", 1)
     return TaskSpec(
@@ -144,6 +149,8 @@ for _name in PAPER_ACTION_REPEAT:
     register(_dmc_spec(_name))
 register(TaskSpec("highway", make_highway_task, action_repeat=1, episode_steps=150, image_size=64,
                   family="driving", description="offline driving: highway-env top-down, 20 cars, continuous"))
+register(TaskSpec("mock-3d", make_mock_3d, action_repeat=1, episode_steps=0, image_size=16, family="mock",
+                  description="MockEnv with 3-d actions and 30-step episodes (a second task for sweeps)"))
 register(TaskSpec("mock", make_mock, action_repeat=1, episode_steps=0, image_size=16, family="mock",
                   description="deterministic MockEnv for tests and the debug preset"))
 

@@ -134,10 +134,21 @@ def run_dirs(logdir: Path, runs: int) -> list[Path]:
     return [logdir / f"run-{index:02d}" for index in range(runs)]
 
 
-def claimable_runs(logdir: Path, runs: int, stale_seconds: float) -> Iterator[tuple[int, Path, Claim]]:
-    """Claim and yield the runs this worker should do, one at a time, in order."""
+def claimable_runs(logdir: Path, runs: int, stale_seconds: float, only: int | None = None,
+                   wait: bool = False) -> Iterator[tuple[int, Path, Claim]]:
+    """Claim and yield the runs this worker should do, one at a time, in order.
+
+    `only` restricts the experiment to one run index. With `wait`, a run held
+    by another worker is waited for until it is done, failed or stale (a retried
+    sweep task on another node waits out the heartbeat of the worker it replaces).
+    """
     worker = worker_id()
     for index, run_dir in enumerate(run_dirs(logdir, runs)):
+        if only is not None and index != only:
+            continue
         claim = try_claim(run_dir, stale_seconds, worker)
+        while claim is None and wait and run_state(run_dir, stale_seconds) == "running":
+            time.sleep(min(stale_seconds / 4, 10.0))
+            claim = try_claim(run_dir, stale_seconds, worker)
         if claim is not None:
             yield index, run_dir, claim

@@ -1,0 +1,179 @@
+"""Sweeps over tasks and seeds, locally or as Ray tasks, and the status of their runs.
+
+A sweep is one experiment per task, `LOGDIR/<task>/run-NN` with one run per
+seed. Each run is a separate `planetrl train --index N` process: a crash
+stays inside it, and because a run resumes from its directory, a retried run
+(a killed process, a lost Ray worker or node) costs only the work since its
+last checkpoint. Runs already DONE are never run again, so rerunning the
+sweep command finishes what is missing. With Ray, LOGDIR must be on storage
+every node sees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from planetrl.training.experiment import run_state
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    """One run of a sweep: a task and a run index (the seed offset)."""
+
+    task: str
+    index: int
+    seeds: int
+
+    def directory(self, logdir: Path) -> Path:
+        return logdir / task_dirname(self.task) / f"run-{self.index:02d}"
+
+
+def task_dirname(task: str) -> str:
+    """A task name as a directory name (`gym:Pendulum-v1` -> `gym-Pendulum-v1`)."""
+    return task.replace(":", "-").replace("/", "-")
+
+
+def command(unit: Unit, logdir: Path, train_args: list[str]) -> list[str]:
+    """The `planetrl train` command that does one run, waiting out a stale holder if needed."""
+    return [sys.executable, "-m", "planetrl.cli", "train", "--task", unit.task,
+            "--logdir", str(logdir / task_dirname(unit.task)), "--runs", str(unit.seeds),
+            "--index", str(unit.index), "--wait", "--no-progress", *train_args]
+
+
+def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: float) -> str:
+    """Do one run in a child process; raise if it died, so the caller (or Ray) retries it."""
+    state = run_state(unit.directory(logdir), stale_seconds)
+    if state in ("done", "failed"):
+        return state
+    result = subprocess.run(command(unit, logdir, train_args), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    state = run_state(unit.directory(logdir), stale_seconds)
+    if state in ("done", "failed"):
+        return state
+    raise RuntimeError(f"run {unit.task} #{unit.index} ended with exit code {result.returncode} "
+                       f"in state {state}: {result.stderr[-2000:]}")
+
+
+def run_local(units: list[Unit], logdir: Path, train_args: list[str], parallel: int, stale_seconds: float,
+              retries: int = 2) -> dict[Unit, str]:
+    """Up to `parallel` runs at a time as child processes; a run whose process dies is retried."""
+
+    def attempt(unit: Unit) -> str:
+        for trial in range(retries + 1):
+            try:
+                return run_unit(unit, logdir, train_args, stale_seconds)
+            except RuntimeError as error:
+                log.warning("%s (attempt %d of %d)", error, trial + 1, retries + 1)
+        return run_state(unit.directory(logdir), stale_seconds)
+
+    with ThreadPoolExecutor(max_workers=max(parallel, 1)) as pool:
+        return dict(zip(units, pool.map(attempt, units), strict=True))
+
+
+def run_ray(units: list[Unit], logdir: Path, train_args: list[str], address: str | None, cpus: float,
+            gpus: float, stale_seconds: float, retries: int = 3) -> dict[Unit, str]:
+    """Each run is a Ray task with the declared resources; Ray retries a lost worker or node."""
+    try:
+        import ray
+    except ImportError as error:
+        raise ImportError("--backend ray needs Ray: pip install 'planetrl[ray]' (or pip install ray)") from error
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=retries, retry_exceptions=True)(run_unit)
+    try:
+        futures = [remote.remote(unit, logdir.resolve(), train_args, stale_seconds) for unit in units]
+        results = {}
+        for unit, future in zip(units, futures, strict=True):
+            try:
+                results[unit] = ray.get(future)
+            except Exception as error:  # noqa: BLE001 - reported per run; the others still count
+                log.warning("run %s #%d gave up: %s", unit.task, unit.index, error)
+                results[unit] = run_state(unit.directory(logdir), stale_seconds)
+        return results
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+# ------------------------------------------------------------------ status
+
+
+def _json_lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def experiment_dirs(logdir: Path) -> list[Path]:
+    """Every run directory under a logdir (those with a config.yaml), sorted."""
+    return sorted(p.parent for p in Path(logdir).glob("**/run-*/config.yaml"))
+
+
+def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
+    """Task, seed, state, episodes, updates, latest test return and wall-clock of one run."""
+    import yaml
+
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    claims = _json_lines(run_dir / "claims.jsonl")
+    tests = _json_lines(run_dir / "tests.jsonl")
+    metrics = _json_lines(run_dir / "metrics.jsonl")
+    episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
+    updates = max((int(r["step"]) for r in metrics if any(k.startswith("train/") for k in r)), default=0)
+    start = claims[0]["time"] if claims else None
+    end = max((r["time"] for r in metrics), default=start)
+    if (run_dir / "DONE").exists():
+        end = json.loads((run_dir / "DONE").read_text()).get("time", end)
+    elif start is not None and run_state(run_dir, stale_seconds) == "running":
+        end = time.time()
+    info = json.loads((run_dir / "run_info.json").read_text()) if (run_dir / "run_info.json").exists() else {}
+    return {
+        "run": str(run_dir), "task": config["env"]["task"], "seed": config["run"]["seed"],
+        "state": run_state(run_dir, stale_seconds), "episodes": episodes, "updates": updates,
+        "test_return": (sum(tests[-1]["returns"]) / len(tests[-1]["returns"])) if tests else None,
+        "wall_seconds": (end - start) if start is not None and end is not None else None,
+        "hardware": info.get("gpu") or f"{info.get('cpus', '?')} CPUs {info.get('processor') or ''}".strip(),
+        "tests": tests,
+    }
+
+
+def format_status(rows: list[dict[str, Any]]) -> str:
+    """A fixed-width table of runs."""
+    header = f"{'task':<22} {'seed':>4} {'state':<8} {'episodes':>8} {'updates':>8} {'test return':>11} {'wall':>9}"
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        ret = f"{row['test_return']:.1f}" if row["test_return"] is not None else "-"
+        wall = f"{row['wall_seconds'] / 60:.1f} min" if row["wall_seconds"] is not None else "-"
+        lines.append(f"{row['task']:<22} {row['seed']:>4} {row['state']:<8} {row['episodes']:>8} "
+                     f"{row['updates']:>8} {ret:>11} {wall:>9}")
+    return "\n".join(lines)
+
+
+def status_rows(logdir: Path, stale_seconds: float = 600.0) -> list[dict[str, Any]]:
+    return [describe_run(run_dir, stale_seconds) for run_dir in experiment_dirs(logdir)]
+
+
+def sweep_units(tasks: list[str], seeds: int) -> list[Unit]:
+    return [Unit(task, index, seeds) for task in tasks for index in range(seeds)]
+
+
+def missing_runs(logdir: Path, units: list[Unit], stale_seconds: float) -> list[Unit]:
+    """The units whose runs are not DONE (or FAILED) yet."""
+    return [u for u in units if run_state(u.directory(logdir), stale_seconds) not in ("done", "failed")]
+

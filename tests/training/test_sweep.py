@@ -1,0 +1,112 @@
+import json
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from planetrl.cli import main
+from planetrl.metrics import read_metrics
+from planetrl.training.report import markdown_table, write_report
+from planetrl.training.sweep import Unit, run_local, status_rows, sweep_units
+
+DEBUG = ["--preset=debug"]
+
+
+def _claims(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "claims.jsonl").read_text().splitlines()]
+
+
+def test_local_sweep_runs_each_run_exactly_once(tmp_path, capsys):
+    args = ["sweep", "--tasks", "mock,mock-3d", "--seeds", "2", "--logdir", str(tmp_path), "--parallel", "2",
+            "--preset", "debug"]
+    assert main(args) == 0
+    for task in ("mock", "mock-3d"):
+        for index in range(2):
+            run = tmp_path / task / f"run-{index:02d}"
+            assert (run / "DONE").exists() and len(_claims(run)) == 1
+    assert main(args) == 0  # a rerun finds nothing to do
+    assert "0 runs to do" in capsys.readouterr().out
+    assert main(["status", "--logdir", str(tmp_path)]) == 0
+    table = capsys.readouterr().out
+    assert table.count("done") == 4 and "mock-3d" in table
+
+
+def test_ray_sweep_on_a_local_instance(tmp_path):
+    ray = pytest.importorskip("ray")
+    from planetrl.training.sweep import run_ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        results = run_ray(sweep_units(["mock", "mock-3d"], 2), tmp_path, DEBUG, None, 1.0, 0.0, 600.0)
+    finally:
+        ray.shutdown()
+    assert set(results.values()) == {"done"} and len(results) == 4
+    for unit in results:
+        assert len(_claims(unit.directory(tmp_path))) == 1
+
+
+def test_killed_run_is_retried_and_resumes(tmp_path):
+    unit = Unit("mock", 0, 1)
+    run = unit.directory(tmp_path)
+    checkpoint = run / "checkpoints" / "latest.pt"
+    killed = {}
+
+    def killer():
+        while not checkpoint.exists():
+            time.sleep(0.05)
+        owner = json.loads((run / "PING").read_text())
+        killed["updates"] = torch.load(checkpoint, weights_only=True)["updates"]
+        os.kill(owner["pid"], signal.SIGKILL)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    results = run_local([unit], tmp_path, [*DEBUG, "--set=train.total_updates=40"], 1, 600.0, retries=2)
+    thread.join()
+    assert results[unit] == "done"
+    assert [c["took_over"] for c in _claims(run)] == [False, True]
+    steps = [r["step"] for r in read_metrics(run) if "train/loss" in r]
+    # After the kill the run went on from its checkpoint (update 4 or later): a run that started
+    # over would have logged update 2 a second time.
+    assert killed["updates"] >= 4 and steps.count(2) == 1 and steps[-1] == 40
+
+
+def _fake_run(root: Path, task: str, seed: int, returns: list[float], episodes: int) -> None:
+    run = root / task / f"run-{seed:02d}"
+    (run / "train_episodes").mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump({"env": {"task": task}, "run": {"seed": seed}}))
+    (run / "tests.jsonl").write_text(
+        json.dumps({"updates": 100, "returns": [r - 10 for r in returns], "train_episodes": episodes // 2}) + "\n"
+        + json.dumps({"updates": 200, "returns": returns, "train_episodes": episodes}) + "\n")
+    (run / "claims.jsonl").write_text(json.dumps({"time": 1000.0}) + "\n")
+    (run / "DONE").write_text(json.dumps({"time": 1000.0 + 3600}))
+    (run / "run_info.json").write_text(json.dumps({"cpus": 2, "processor": "x86_64", "gpu": None}))
+    for index in range(episodes):
+        (run / "train_episodes" / f"20260101T000000-{index:032x}-10.npz").write_bytes(b"")
+
+
+def test_report_means_stds_and_plots(tmp_path):
+    _fake_run(tmp_path, "cartpole-swingup", 0, [100.0, 200.0], 10)
+    _fake_run(tmp_path, "cartpole-swingup", 1, [300.0, 300.0], 10)
+    _fake_run(tmp_path, "walker-walk", 0, [50.0], 4)
+    rows = status_rows(tmp_path)
+    table = markdown_table(rows)
+    assert "| | cartpole-swingup | walker-walk |" in table
+    # Seed means 150 and 300: mean 225, population std 75.
+    assert "| mean final test return | 225.0 | 50.0 |" in table
+    assert "| std over seeds | 75.0 | - |" in table
+    assert "| wall-clock per run | 1.00 h | 1.00 h |" in table
+    written = write_report(rows, tmp_path / "out")
+    pngs = [p for p in written if p.suffix == ".png"]
+    assert len(pngs) == 2
+    for path in pngs:
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    with Image.open(pngs[0]) as image:
+        assert image.size[0] > 100 and np.asarray(image).std() > 0
