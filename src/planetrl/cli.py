@@ -216,32 +216,30 @@ def cmd_ppo_visualize(args: argparse.Namespace) -> int:
 
 
 def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | None) -> list[float]:
-    from planetrl.agents.mpc import MPCAgent
+    """Run the latest checkpoint's MPC agent without exploration; with `outdir`, keep episodes and GIFs."""
     from planetrl.data.episodes import EpisodeWriter, read_episode
     from planetrl.envs.make import make_batch_env
-    from planetrl.planning.cem import CEMSettings
     from planetrl.training.driver import Driver
-    from planetrl.training.planet import load_trained
+    from planetrl.training.planet import build_mpc_agent, load_trained
     from planetrl.viz import write_gif
 
     cfg, model, updates = load_trained(run_dir, device)
     env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
     env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed * 1000 + 3)
-    p = cfg.planner
+    written = []
     try:
-        agent = MPCAgent(model, env.action_space, len(env),
-                         CEMSettings(p.horizon, p.iterations, p.candidates, min(p.elites, p.candidates), p.min_std),
-                         cfg.data.image_bits, 0.0, p.warm_start, cfg.run.seed, p.precision)
+        agent = build_mpc_agent(cfg, model, env, seed=cfg.run.seed, noise=0.0)
         callbacks = []
         if outdir is not None:
             discrete = getattr(env.action_space, "n", None)
             writer = EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None)
             callbacks.append(writer)
+            written = writer.written
         results = Driver(env, agent, callbacks, seed=cfg.run.seed + 99).run(episodes, explore=False)
     finally:
         env.close()
     if outdir is not None:
-        for number, path in enumerate(writer.written):
+        for number, path in enumerate(written):
             write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=20, scale=2)
     print(f"{run_dir}: checkpoint at update {updates}")
     return [r.score for r in results]

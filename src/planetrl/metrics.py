@@ -67,9 +67,9 @@ class MetricsLogger:
             self._writer.close()
 
 
-def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
-    """All records of a run's metrics.jsonl; a torn last line (from a kill) is ignored."""
-    path = Path(run_dir) / "metrics.jsonl"
+def read_json_lines(path: str | Path) -> list[dict[str, Any]]:
+    """All records of a JSON-lines file (none if it is missing); a torn line from a kill is skipped."""
+    path = Path(path)
     if not path.exists():
         return []
     records = []
@@ -79,3 +79,8 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, float]]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """All records of a run's metrics.jsonl."""
+    return read_json_lines(Path(run_dir) / "metrics.jsonl")

@@ -24,7 +24,7 @@ from planetrl.data.loader import Loader, postprocess_image, preprocess_image
 from planetrl.data.replay import Replay
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import make_batch_env
-from planetrl.metrics import MetricsLogger, StreamingMean
+from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
 from planetrl.models.world_model import WorldModel, count_parameters
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.driver import Driver
@@ -106,17 +106,17 @@ def count_steps(directory: Path) -> int:
 
 
 def read_tests(run_dir: Path) -> list[dict[str, Any]]:
-    """The completed test phases, from tests.jsonl (a torn last line is ignored)."""
-    path = run_dir / "tests.jsonl"
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
+    """The completed test phases, from tests.jsonl."""
+    return read_json_lines(Path(run_dir) / "tests.jsonl")
+
+
+def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, seed: int,
+                    noise: float | None = None) -> MPCAgent:
+    """The MPC agent the config describes, for every env of a batch; `noise` overrides the exploration noise."""
+    p = cfg.planner
+    settings = CEMSettings(p.horizon, p.iterations, p.candidates, min(p.elites, p.candidates), p.min_std)
+    return MPCAgent(model, env.action_space, len(env), settings, cfg.data.image_bits,
+                    p.exploration_noise if noise is None else noise, p.warm_start, seed, p.precision)
 
 
 # ------------------------------------------------------------------ the loop
@@ -137,15 +137,6 @@ class PlanetRun:
         self.schedule = Schedule(cfg.train.total_updates, cfg.train.collect_every, cfg.train.test_every)
 
     # -------------------------------------------------------------- pieces
-
-    def _settings(self) -> CEMSettings:
-        p = self.cfg.planner
-        return CEMSettings(p.horizon, p.iterations, p.candidates, min(p.elites, p.candidates), p.min_std)
-
-    def _agent(self, model: WorldModel, env: BatchEnv, seed: int) -> MPCAgent:
-        p = self.cfg.planner
-        return MPCAgent(model, env.action_space, len(env), self._settings(), self.cfg.data.image_bits,
-                        p.exploration_noise, p.warm_start, seed, p.precision)
 
     def _writer(self, directory: Path, env: BatchEnv) -> EpisodeWriter:
         discrete = getattr(env.action_space, "n", None)
@@ -229,7 +220,7 @@ class PlanetRun:
                     })
                 elif phase.name == "collect":
                     index = self._collected()
-                    agent = self._agent(model, collect_env, seed=cfg.run.seed * 100_003 + index)
+                    agent = build_mpc_agent(cfg, model, collect_env, seed=cfg.run.seed * 100_003 + index)
                     start = time.perf_counter()
                     driver = Driver(collect_env, agent, [self._writer(self.train_dir, collect_env)],
                                     seed=cfg.run.seed * 100_003 + index)
@@ -261,7 +252,7 @@ class PlanetRun:
     def test_phase(self, model: WorldModel, env: BatchEnv, updates: int, logger: MetricsLogger) -> dict[str, float]:
         """N episodes in parallel without exploration noise, plus open-loop and policy videos."""
         tests_done = len(read_tests(self.run_dir))
-        agent = self._agent(model, env, seed=self.cfg.run.seed * 7_000_003 + tests_done)
+        agent = build_mpc_agent(self.cfg, model, env, seed=self.cfg.run.seed * 7_000_003 + tests_done)
         writer = self._writer(self.test_dir, env)
         start = time.perf_counter()
         results = Driver(env, agent, [writer], seed=self.cfg.run.seed * 7_000_003 + tests_done).run(

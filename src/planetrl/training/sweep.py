@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from planetrl.metrics import read_json_lines
 from planetrl.training.experiment import run_state
 
 log = logging.getLogger(__name__)
@@ -109,18 +110,6 @@ def run_ray(units: list[Unit], logdir: Path, train_args: list[str], address: str
 # ------------------------------------------------------------------ status
 
 
-def _json_lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return records
-
-
 def experiment_dirs(logdir: Path) -> list[Path]:
     """Every run directory under a logdir (those with a config.yaml), sorted."""
     return sorted(p.parent for p in Path(logdir).glob("**/run-*/config.yaml"))
@@ -131,9 +120,9 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
     import yaml
 
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    claims = _json_lines(run_dir / "claims.jsonl")
-    tests = _json_lines(run_dir / "tests.jsonl")
-    metrics = _json_lines(run_dir / "metrics.jsonl")
+    claims = read_json_lines(run_dir / "claims.jsonl")
+    tests = read_json_lines(run_dir / "tests.jsonl")
+    metrics = read_json_lines(run_dir / "metrics.jsonl")
     episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
     updates = max((int(r["step"]) for r in metrics if any(k.startswith("train/") for k in r)), default=0)
     start = claims[0]["time"] if claims else None
