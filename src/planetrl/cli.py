@@ -348,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="planetrl", description="Model-based RL from pixels: PlaNet world models and CEM planning.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     tasks = commands.add_parser("tasks", help="list registered tasks, their defaults and spaces",
@@ -488,7 +488,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (config_lib.ConfigError, ValueError) as error:
-        print(f"planetrl {args.command}: error: {error}", file=sys.stderr)
+        if args.verbose:
+            raise
+        print(f"planetrl {args.command}: error: {error} (run with -v for the traceback)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
