@@ -96,3 +96,17 @@ def test_ppo_cli_end_to_end_and_resume(tmp_path, capsys):
     assert "ppo.total_steps" in capsys.readouterr().err
     assert main(["ppo", "visualize", "--run", str(run), "--out", str(tmp_path / "viz"), "--episodes", "2"]) == 0
     assert (tmp_path / "viz" / "policy-01.gif").exists()
+
+
+def test_ppo_learns_a_task_whose_best_action_is_in_the_state():
+    # MockEnv's state holds the target; reward -|a - target|. Random actions score about -14 over 20 steps.
+    from planetrl.envs.wrappers import DropImage
+
+    env = BatchEnv([DropImage(MockEnv(durations=(20,), action_size=1)) for _ in range(8)])
+    agent = PPOAgent(2, env.action_space, 8, PPOSettings(minibatches=4, lr=1e-3, epochs=10, policy_layers=(32,),
+                                                         value_layers=(32,)))
+    returns = []
+    for update in range(30):
+        Driver(env, agent, seed=update).run(8)
+        returns.append(agent.update()["return"])
+    assert np.mean(returns[:3]) < -11 and np.mean(returns[-3:]) > -5

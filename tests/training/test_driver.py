@@ -50,3 +50,23 @@ def test_episode_return_matches_the_rewards_written(tmp_path):
     results = Driver(envs, RandomAgent(envs.action_space, 1, seed=3), [writer], seed=1).run(2)
     for result, path in zip(results, writer.written, strict=True):
         assert np.isclose(read_episode(path)["reward"].sum(), result.score)
+
+
+class _Keeper(_Recorder):
+    """Keeps every observation it is given, as a learning agent does."""
+
+    def __init__(self, agent):
+        super().__init__(agent)
+        self.kept = []
+
+    def act(self, obs, explore):
+        self.kept.append(obs)
+        return self.agent.act(obs, explore)
+
+
+def test_observations_given_to_the_agent_are_not_changed_afterwards():
+    envs = BatchEnv([MockEnv(durations=(5,))])
+    agent = _Keeper(RandomAgent(envs.action_space, 1, seed=0))
+    Driver(envs, agent).run(1)
+    # The image's red channel is the step index: observation t must still say t.
+    assert [int(o["image"][0, 0, 0, 0]) for o in agent.kept] == list(range(5))

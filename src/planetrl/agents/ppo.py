@@ -25,6 +25,7 @@ class PPOSettings:
     gae_lambda: float = 0.95
     lr: float = 1e-4
     epochs: int = 25
+    minibatches: int = 1  # gradient steps per epoch; 1 = the whole batch at once (batch-ppo)
     objective: str = "kl_penalty"  # or "clip"
     kl_target: float = 0.01
     kl_cutoff_factor: float = 2.0
@@ -166,7 +167,8 @@ class PPOAgent:
             self._open[index] = []
 
     def _obs(self, obs: dict[str, np.ndarray]) -> torch.Tensor:
-        return torch.as_tensor(obs["state"], dtype=torch.float32, device=self.device)
+        # A copy: the observation is kept in the buffer until the update.
+        return torch.tensor(obs["state"], dtype=torch.float32, device=self.device)
 
     @torch.no_grad()
     def act(self, obs: dict[str, np.ndarray], explore: bool = True) -> np.ndarray:
@@ -233,22 +235,17 @@ class PPOAgent:
         adv = torch.as_tensor(np.concatenate(advantages), dtype=torch.float32, device=self.device)
         adv = (adv - adv.mean()) / (adv.std() + 1e-8)
         target = torch.as_tensor(np.concatenate(targets), dtype=torch.float32, device=self.device)
+        old_params = (old_dist.logits,) if self.net.discrete else (old_dist.mean, old_dist.stddev)
         for _ in range(s.epochs):
-            dist = self.net.distribution(normalized)
-            ratio = (self.net.log_prob(dist, actions) - old_logp).exp()
-            kl = torch.distributions.kl_divergence(old_dist, dist)
-            kl = kl.mean() if self.net.discrete else kl.sum(-1).mean()
-            if s.objective == "clip":
-                surrogate = torch.min(ratio * adv, ratio.clamp(1 - s.clip, 1 + s.clip) * adv)
-                policy_loss = -surrogate.mean()
-            else:
-                policy_loss = -(ratio * adv).mean() + self.penalty * kl
-                cutoff = s.kl_cutoff_factor * s.kl_target
-                policy_loss = policy_loss + s.kl_cutoff_coef * torch.relu(kl - cutoff) ** 2
-            value_loss = 0.5 * ((self.net.value(normalized)[:, 0] - target) ** 2).mean()
-            self.optimizer.zero_grad(set_to_none=True)
-            (policy_loss + value_loss).backward()
-            self.optimizer.step()
+            order = torch.randperm(len(steps), generator=self.generator, device=self.device)
+            for part in order.chunk(max(s.minibatches, 1)):
+                old = Categorical(logits=old_params[0][part]) if self.net.discrete else \
+                    Normal(old_params[0][part], old_params[1][part])
+                policy_loss, value_loss = self._losses(normalized[part], actions[part], old_logp[part], old,
+                                                       adv[part], target[part])
+                self.optimizer.zero_grad(set_to_none=True)
+                (policy_loss + value_loss).backward()
+                self.optimizer.step()
         with torch.no_grad():
             dist = self.net.distribution(normalized)
             kl_final = torch.distributions.kl_divergence(old_dist, dist)
@@ -259,6 +256,24 @@ class PPOAgent:
         self.episodes = []
         return {"kl": kl_value, "penalty": self.penalty, "policy_loss": policy_loss.item(),
                 "value_loss": value_loss.item(), "return": float(np.mean(returns)), "steps": len(steps)}
+
+    def _losses(self, obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
+                old_dist: torch.distributions.Distribution, adv: torch.Tensor, target: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy loss (KL-penalized or clipped surrogate) and value loss on one (mini)batch."""
+        s = self.settings
+        dist = self.net.distribution(obs)
+        # Bounded so that one sample deep in a tail cannot overflow exp() and wreck Adam's moments.
+        ratio = (self.net.log_prob(dist, actions) - old_logp).clamp(-10.0, 10.0).exp()
+        kl = torch.distributions.kl_divergence(old_dist, dist)
+        kl = kl.mean() if self.net.discrete else kl.sum(-1).mean()
+        if s.objective == "clip":
+            policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - s.clip, 1 + s.clip) * adv).mean()
+        else:
+            cutoff = s.kl_cutoff_factor * s.kl_target
+            policy_loss = -(ratio * adv).mean() + self.penalty * kl + s.kl_cutoff_coef * torch.relu(kl - cutoff) ** 2
+        value_loss = 0.5 * ((self.net.value(obs)[:, 0] - target) ** 2).mean()
+        return policy_loss, value_loss
 
     def state_dict(self) -> dict[str, Any]:
         return {"net": self.net.state_dict(), "obs_norm": self.obs_norm.state_dict(),

@@ -83,7 +83,8 @@ class Driver:
         restarts = np.zeros(len(self.env), np.int64)
         results: list[EpisodeResult] = []
         while active:
-            actions = self.agent.act(obs, explore)
+            # The driver updates `obs` in place; agents get arrays of their own that they may keep.
+            actions = self.agent.act({key: value.copy() for key, value in obs.items()}, explore)
             chosen = [actions[i] for i in active]
             next_obs, rewards, terminated, truncated, infos = self.env.step(chosen, active)
             ended = []

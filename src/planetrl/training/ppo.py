@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -24,9 +25,8 @@ log = logging.getLogger(__name__)
 def ppo_settings(cfg: config_lib.Config) -> PPOSettings:
     """The algorithm's settings from the `ppo` config section."""
     p = cfg.ppo
-    return PPOSettings(p.discount, p.gae_lambda, p.lr, p.epochs, p.objective, p.kl_target, p.kl_cutoff_factor,
-                       p.kl_cutoff_coef, p.kl_init_penalty, p.clip, p.init_std, p.policy_layers, p.value_layers,
-                       normalize_rewards=p.normalize_rewards)
+    names = [f.name for f in dataclasses.fields(PPOSettings)]
+    return PPOSettings(**{name: getattr(p, name) for name in names})
 
 
 def build_agent(cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
