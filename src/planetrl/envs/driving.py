@@ -29,7 +29,9 @@ def make_highway(size: int, seed: int, fast_render: bool, vehicles: int = 20, du
     import highway_env  # noqa: F401 - registers the highway environments
 
     config: dict[str, Any] = {
-        "action": {"type": "ContinuousAction"},
+        # +-0.05 rad (about 3 degrees) is enough to change lanes at highway speed; highway-env's
+        # default +-45 degrees sends a random policy off the road within a few steps.
+        "action": {"type": "ContinuousAction", "steering_range": [-0.05, 0.05]},
         "vehicles_count": vehicles,
         "duration": duration,
         "policy_frequency": policy_frequency,

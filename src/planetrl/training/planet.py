@@ -100,6 +100,12 @@ def prepare_run_dir(run_dir: Path, cfg: config_lib.Config, explicit: dict[str, A
     return saved
 
 
+def _write_json(path: Path, data: Any) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(data) + "\n")
+    os.replace(temporary, path)
+
+
 def count_steps(directory: Path) -> int:
     """Agent decisions in all episode files of a directory, from their names."""
     return sum(parse_name(p)[1] for p in list_episodes(directory))
@@ -142,21 +148,49 @@ class PlanetRun:
         discrete = getattr(env.action_space, "n", None)
         return EpisodeWriter(directory, num_actions=int(discrete) if discrete else None)
 
-    def _seed_episodes(self, directory: Path, offset: int) -> None:
-        missing = self.cfg.train.seed_episodes - len(list_episodes(directory))
-        if missing <= 0:
+    def _seed_episodes(self, directory: Path, offset: int, need_chunk: bool = False) -> None:
+        """Random episodes up to `seed_episodes`; with `need_chunk`, more until one holds a training chunk.
+
+        On tasks where a random policy ends episodes early (crashes), the
+        first episodes may all be shorter than a chunk; up to 10 x seed_episodes
+        extra episodes are collected before giving up with a clear error.
+        """
+        cfg = self.cfg
+        limit = cfg.train.seed_episodes * 11
+        chunk = cfg.data.chunk_length
+
+        def enough() -> bool:
+            names = [parse_name(p) for p in list_episodes(directory)]
+            if len(names) < cfg.train.seed_episodes:
+                return False
+            return not need_chunk or any(length + 1 >= chunk for _, length in names)
+
+        if enough():
             return
-        seed = self.cfg.run.seed * 1000 + offset + len(list_episodes(directory))
-        env = make_batch_env(self.cfg.env, min(max(self.cfg.env.processes, 1), missing), seed=seed)
+        env = make_batch_env(cfg.env, max(cfg.env.processes, 1), seed=cfg.run.seed * 1000 + offset)
         try:
-            agent = RandomAgent(env.action_space, len(env), seed=seed)
-            Driver(env, agent, [self._writer(directory, env)], seed=seed).run(missing)
+            while not enough():
+                count = len(list_episodes(directory))
+                if count >= limit:
+                    raise RuntimeError(f"{count} random episodes in {directory} and none has the {chunk} steps a "
+                                       f"training chunk needs; lower data.chunk_length")
+                missing = max(cfg.train.seed_episodes - count, 1)
+                seed = cfg.run.seed * 1000 + offset + count
+                agent = RandomAgent(env.action_space, len(env), seed=seed)
+                Driver(env, agent, [self._writer(directory, env)], seed=seed).run(missing)
         finally:
             env.close()
-        log.info("collected %d random seed episodes into %s", missing, directory)
+        log.info("%d random seed episodes in %s", len(list_episodes(directory)), directory)
+
+    def _seeded(self) -> int:
+        """Random seed episodes in the train directory, as recorded when seeding finished."""
+        marker = self.run_dir / "seed_episodes.json"
+        if not marker.exists():
+            _write_json(marker, {"train": len(list_episodes(self.train_dir))})
+        return int(json.loads(marker.read_text())["train"])
 
     def _collected(self) -> int:
-        return max(len(list_episodes(self.train_dir)) - self.cfg.train.seed_episodes, 0)
+        return max(len(list_episodes(self.train_dir)) - self._seeded(), 0)
 
     # -------------------------------------------------------------- run
 
@@ -167,7 +201,8 @@ class PlanetRun:
         cfg = self.cfg
         torch.manual_seed(cfg.run.seed)
         np.random.seed(cfg.run.seed % 2**32)
-        self._seed_episodes(self.train_dir, 0)
+        self._seed_episodes(self.train_dir, 0, need_chunk=True)
+        self._seeded()  # recorded once the train directory's seeding is complete
         self._seed_episodes(self.test_dir, 500)
         replay = Replay(self.train_dir, cfg.data.chunk_length, cfg.data.max_episodes, cfg.data.max_steps,
                         cfg.data.recent_fraction, cfg.data.recent_episodes)
