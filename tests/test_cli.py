@@ -1,3 +1,4 @@
+import argparse
 import subprocess
 import sys
 
@@ -26,14 +27,25 @@ def test_bad_config_value_is_a_clear_error(tmp_path, capsys):
     assert "env.image_size" in capsys.readouterr().err
 
 
+def _commands(parser, prefix=()):
+    """Every (command path, parser), nested sub-commands included."""
+    yield prefix, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*prefix, name))
+
+
 def test_every_command_and_option_has_help():
-    parser = build_parser()
-    subparsers = next(a for a in parser._actions if a.dest == "command")
-    for name, sub in subparsers.choices.items():
-        for action in sub._actions:
+    paths = []
+    for path, parser in _commands(build_parser()):
+        for action in parser._actions:
             if action.dest != "help":
-                assert action.help, f"planetrl {name}: option {action.dest} has no help"
-        result = subprocess.run([sys.executable, "-m", "planetrl.cli", name, "--help"], capture_output=True,
+                assert action.help, f"planetrl {' '.join(path)}: option {action.dest} has no help"
+        paths.append(path)
+    assert ("ppo", "train") in paths and ("ppo", "visualize") in paths
+    for path in paths:
+        result = subprocess.run([sys.executable, "-m", "planetrl.cli", *path, "--help"], capture_output=True,
                                 text=True, check=True)
         assert "usage: planetrl" in result.stdout
 

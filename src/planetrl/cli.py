@@ -349,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do")
 
     tasks = commands.add_parser("tasks", help="list registered tasks, their defaults and spaces",
                                 description="List every registered task with its action repeat, episode "
@@ -414,7 +414,8 @@ def build_parser() -> argparse.ArgumentParser:
     ppo = commands.add_parser("ppo", help="the batched PPO baseline: train and visualize",
                               description="Batched PPO from state on the same environment layer (the agents "
                                           "library's train and visualize scripts).")
-    ppo_commands = ppo.add_subparsers(dest="ppo_command", required=True, metavar="PPO_COMMAND")
+    ppo_commands = ppo.add_subparsers(dest="ppo_command", required=True, metavar="PPO_COMMAND",
+                                      help="train or visualize")
     ppo_train = ppo_commands.add_parser(
         "train", help="train PPO (resumes what is already in --logdir)",
         description="Train batched PPO; running the same command again resumes.",
