@@ -33,12 +33,26 @@ def _add_config_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
 
 
+def _config_from(block: dict[str, object], overrides: Sequence[str],
+                 flags: dict[str, object]) -> tuple[config_lib.Config, dict[str, object]]:
+    """A named block (preset or PPO config), then --set, then dedicated flags (None = not given).
+
+    Returns the config and the keys this command line sets explicitly, which
+    must agree with a resumed run's saved config.
+    """
+    explicit = {**block, **config_lib.parse_assignments(overrides),
+                **{k: v for k, v in flags.items() if v is not None}}
+    return config_lib.set_values(config_lib.Config(), explicit), explicit
+
+
+def _resolve(args: argparse.Namespace, extra: dict[str, object]) -> tuple[config_lib.Config, dict[str, object]]:
+    """Config and explicit keys from --preset, --set, --seed and the command's own flags."""
+    block = dict(config_lib.PRESETS[args.preset]) if args.preset else {}
+    return _config_from(block, args.overrides, {**extra, "run.seed": getattr(args, "seed", None)})
+
+
 def _resolve_config(args: argparse.Namespace, extra: dict[str, object]) -> config_lib.Config:
-    cfg = config_lib.build(args.preset, args.overrides)
-    updates = {k: v for k, v in extra.items() if v is not None}
-    if getattr(args, "seed", None) is not None:
-        updates["run.seed"] = args.seed
-    return config_lib.set_values(cfg, updates)
+    return _resolve(args, extra)[0]
 
 
 # ---------------------------------------------------------------- tasks
@@ -112,16 +126,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- train / eval / visualize
 
 
-def _explicit_keys(args: argparse.Namespace, extra: dict[str, object]) -> dict[str, object]:
-    """The config keys this command line sets: the preset's, --set's and the dedicated flags'."""
-    explicit: dict[str, object] = dict(config_lib.PRESETS[args.preset]) if args.preset else {}
-    explicit.update(config_lib.parse_assignments(args.overrides))
-    explicit.update({k: v for k, v in extra.items() if v is not None})
-    if args.seed is not None:
-        explicit["run.seed"] = args.seed
-    return explicit
-
-
 def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: dict[str, object],
                     make_run: Callable[[Path, config_lib.Config], Any], only: int | None = None,
                     wait: bool = False) -> int:
@@ -165,9 +169,8 @@ def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: d
 def cmd_train(args: argparse.Namespace) -> int:
     from planetrl.training.planet import PlanetRun
 
-    extra = {"env.task": args.task, "run.device": args.device}
-    cfg = _resolve_config(args, extra)
-    return _run_experiment(Path(args.logdir), args.runs, cfg, _explicit_keys(args, extra),
+    cfg, explicit = _resolve(args, {"env.task": args.task, "run.device": args.device})
+    return _run_experiment(Path(args.logdir), args.runs, cfg, explicit,
                            lambda run_dir, run_cfg: PlanetRun(run_dir, run_cfg, progress=not args.no_progress),
                            args.index, args.wait)
 
@@ -178,13 +181,8 @@ def cmd_ppo_train(args: argparse.Namespace) -> int:
     if args.config not in config_lib.PPO_CONFIGS:
         raise config_lib.ConfigError(f"unknown PPO config '{args.config}'; allowed: "
                                      f"{', '.join(sorted(config_lib.PPO_CONFIGS))}")
-    block = config_lib.PPO_CONFIGS[args.config]
-    cfg = config_lib.set_values(config_lib.Config(), block)
-    cfg = config_lib.set_values(cfg, config_lib.parse_assignments(args.overrides))
-    extra = {"run.device": args.device, "run.seed": args.seed}
-    cfg = config_lib.set_values(cfg, {k: v for k, v in extra.items() if v is not None})
-    explicit = {**block, **config_lib.parse_assignments(args.overrides),
-                **{k: v for k, v in extra.items() if v is not None}}
+    cfg, explicit = _config_from(config_lib.PPO_CONFIGS[args.config], args.overrides,
+                                 {"run.device": args.device, "run.seed": args.seed})
     return _run_experiment(Path(args.logdir), args.runs, cfg, explicit,
                            lambda run_dir, run_cfg: PPORun(run_dir, run_cfg, progress=not args.no_progress))
 

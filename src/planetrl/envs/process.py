@@ -76,7 +76,6 @@ class ExternalProcess:
         self._process = context.Process(target=_worker, args=(constructor, child_conn), daemon=True)
         self._timeout = timeout
         self._closed = False
-        self._pending = 0
         self._process.start()
         child_conn.close()
         # weakref keeps atexit from holding the object alive forever.
@@ -151,11 +150,9 @@ class ExternalProcess:
     def step_async(self, action: Any) -> None:
         """Send a step without waiting; collect it with `step_wait`."""
         self._send(_CALL, ("step", (action,), {}))
-        self._pending += 1
 
     def step_wait(self) -> tuple[Any, float, bool, bool, dict]:
         """Wait for the result of the last `step_async`."""
-        self._pending -= 1
         return self._receive()
 
     def render(self) -> Any:
