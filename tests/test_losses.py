@@ -20,15 +20,19 @@ def _small_model(variant="rssm", seed=0):
                       reward_layers=1, reward_units=16)
 
 
-def test_free_nats_clamp_exactly():
-    low = torch.tensor([1.0, 3.0], requires_grad=True)  # mean 2 < 3: clamped, no gradient
+def test_free_nats_clamp_every_step_exactly():
+    low = torch.tensor([1.0, 2.0], requires_grad=True)  # both below 3: clamped, no gradient
     value = free_nats(low, 3.0)
     value.backward()
     assert value.item() == 3.0 and torch.all(low.grad == 0)
-    high = torch.tensor([4.0, 6.0], requires_grad=True)  # mean 5 > 3: passes through
-    value = free_nats(high, 3.0)
+    mixed = torch.tensor([[1.0, 5.0]], requires_grad=True)  # mean 3, yet the step above 3 still trains
+    value = free_nats(mixed, 3.0)
     value.backward()
-    assert value.item() == 5.0 and torch.allclose(high.grad, torch.tensor([0.5, 0.5]))
+    assert value.item() == 4.0 and torch.allclose(mixed.grad, torch.tensor([[0.0, 0.5]]))
+    masked = torch.tensor([[6.0, 100.0]], requires_grad=True)  # the masked step neither counts nor trains
+    value = free_nats(masked, 3.0, torch.tensor([[True, False]]))
+    value.backward()
+    assert value.item() == 6.0 and torch.allclose(masked.grad, torch.tensor([[1.0, 0.0]]))
 
 
 def test_gaussian_kl_matches_closed_form():

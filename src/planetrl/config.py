@@ -227,12 +227,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "cpu": {
         "env.fast_render": True, "env.processes": 1,
-        "data.batch_size": 32, "data.chunk_length": 32,
+        "data.batch_size": 8, "data.chunk_length": 32,
         "model.depth": 16, "model.belief_size": 200, "model.state_size": 30,
         "optim.precision": "bf16", "planner.precision": "bf16",
         "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
-        "train.collect_every": 50, "train.total_updates": 3000, "train.test_every": 500, "train.test_episodes": 2,
-        "train.log_every": 25, "run.device": "cpu",
+        "train.collect_every": 100, "train.total_updates": 8000, "train.test_every": 1000, "train.test_episodes": 2,
+        "train.log_every": 50, "run.device": "cpu",
     },
 }
 """Named override blocks, applied before `--set` overrides."""

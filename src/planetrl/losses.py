@@ -40,9 +40,16 @@ def gaussian_kl(lhs: State, rhs: State) -> torch.Tensor:
     return kl.sum(-1)
 
 
-def free_nats(kl: torch.Tensor, nats: float) -> torch.Tensor:
-    """max(mean KL, nats): below the allowance the KL term carries no gradient."""
-    return torch.clamp(kl.mean(), min=nats)
+def free_nats(kl: torch.Tensor, nats: float, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean over (batch, time) of max(KL, nats), as in the original PlaNet code.
+
+    The allowance applies to every step separately, so steps whose KL exceeds
+    it still train the prior while the mean KL is below it (clamping the mean
+    instead would stop all KL gradients, and leave the prior untrained, for as
+    long as the mean stays low). Masked steps count as `nats`, no gradient.
+    """
+    clamped = torch.clamp(kl, min=nats)
+    return clamped.mean() if mask is None else masked_mean(clamped, mask)
 
 
 def _detach(state: State) -> State:
@@ -98,7 +105,7 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
         metrics["kl"] = kl.mean().detach()
         if weights.overshooting > 1:
             pairs = overshooting_kls(model, posterior, actions, is_first, weights.overshooting)[1:]
-            extra = [torch.clamp(masked_mean(kl, mask), min=weights.free_nats) for kl, mask in pairs]
+            extra = [free_nats(kl, weights.free_nats, mask) for kl, mask in pairs]
             kl_term = (kl_term + sum(extra)) / weights.overshooting
             metrics["overshooting_kl"] = torch.stack([masked_mean(k, m) for k, m in pairs]).mean().detach()
         loss = loss + weights.kl_scale * kl_term
