@@ -228,8 +228,10 @@ class PlanetRun:
             logger.scalars(0, {f"params/{k}": v for k, v in counts.items()})
         test_env = None
         stream = StreamingMean()
+        # smoothing=0: the rate (and so the ETA) averages over the whole session, collect and test phases
+        # included, instead of the burst speed of the update phases.
         bar = tqdm(total=cfg.train.total_updates, initial=updates, desc=self.run_dir.name, unit="update",
-                   disable=not self.progress, dynamic_ncols=True)
+                   disable=not self.progress, dynamic_ncols=True, smoothing=0)
         last_test: dict[str, float] = {}
         try:
             while True:
