@@ -219,10 +219,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "data.max_episodes": 100,
     },
     "cpu128": {
-        "env.task": "highway", "env.image_size": 128, "env.processes": 1, "data.batch_size": 16,
+        "env.task": "highway", "env.image_size": 128, "env.processes": 1, "data.batch_size": 8,
         "data.chunk_length": 24, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "bf16",
         "planner.precision": "bf16", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
-        "train.collect_every": 50, "train.total_updates": 2000, "train.test_every": 500,
+        "train.collect_every": 50, "train.total_updates": 6000, "train.test_every": 500,
         "train.test_episodes": 2, "train.log_every": 25, "run.device": "cpu",
     },
     "cpu": {
