@@ -35,6 +35,21 @@ def test_free_nats_clamp_every_step_exactly():
     assert value.item() == 6.0 and torch.allclose(masked.grad, torch.tensor([[1.0, 0.0]]))
 
 
+def test_prior_learns_while_the_mean_kl_is_under_the_allowance():
+    batch = _batch(steps=8)
+    model = _small_model(seed=4)
+    torch.manual_seed(5)
+    posterior, prior = model.observe(batch["image"], batch["action"], batch["is_first"])
+    kl = gaussian_kl(posterior, prior).detach()
+    allowance = float((kl.mean() + kl.max()) / 2)  # above the mean, below the largest step
+    torch.manual_seed(5)
+    loss, metrics = world_model_loss(model, batch, LossWeights(free_nats=allowance, reward_scale=0.0))
+    assert metrics["kl"].item() < allowance
+    loss.backward()
+    # Only the KL term reaches the prior head; clamping the mean KL would leave it without gradient.
+    assert model.dynamics.prior_out.weight.grad.abs().sum() > 0
+
+
 def test_gaussian_kl_matches_closed_form():
     lhs = {"mean": torch.tensor([[0.5, -1.0]]), "std": torch.tensor([[1.0, 0.5]])}
     rhs = {"mean": torch.tensor([[0.0, 0.0]]), "std": torch.tensor([[2.0, 1.0]])}

@@ -88,7 +88,8 @@ class ModelConfig:
 class LossConfig:
     """Weights of the objective's terms."""
 
-    free_nats: float = option(3.0, "KL allowance: the KL term is max(mean KL, free_nats).", low=0.0)
+    free_nats: float = option(3.0, "KL allowance per step: the KL term is the mean over (batch, time) of "
+                                   "max(KL, free_nats).", low=0.0)
     kl_scale: float = option(1.0, "Scale of the KL term.", low=0.0)
     reward_scale: float = option(10.0, "Scale of the reward log-likelihood term.", low=0.0)
     overshooting: int = option(0, "Latent overshooting distance D; 0 or 1 = off.", low=0)
