@@ -46,7 +46,7 @@ def free_nats(kl: torch.Tensor, nats: float, mask: torch.Tensor | None = None) -
     The allowance applies to every step separately, so steps whose KL exceeds
     it still train the prior while the mean KL is below it (clamping the mean
     instead would stop all KL gradients, and leave the prior untrained, for as
-    long as the mean stays low). Masked steps count as `nats`, no gradient.
+    long as the mean stays low). Masked steps are left out of the mean.
     """
     clamped = torch.clamp(kl, min=nats)
     return clamped.mean() if mask is None else masked_mean(clamped, mask)
