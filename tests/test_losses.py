@@ -141,14 +141,18 @@ def test_overshooting_targets_receive_no_gradient():
     assert std.grad is None or torch.all(std.grad == 0)
 
 
-def test_overshooting_loss_averages_over_distances():
+def test_overshooting_keeps_the_one_step_kl_at_full_weight_and_adds_the_scaled_mean_of_distances_2_to_d():
     batch = _batch(steps=8)
     model = _small_model(seed=2)
     torch.manual_seed(3)
     off, metrics_off = world_model_loss(model, batch, LossWeights(free_nats=0, overshooting=0))
     torch.manual_seed(3)
-    on, metrics_on = world_model_loss(model, batch, LossWeights(free_nats=0, overshooting=4))
-    # Same samples: the loss with D=4 is the likelihood terms plus (KL_1 + KL_2 + KL_3 + KL_4) / 4.
-    likelihood = off - metrics_off["kl"]
-    expected = likelihood + (metrics_off["kl"] + 3 * metrics_on["overshooting_kl"]) / 4
-    torch.testing.assert_close(on, expected, rtol=1e-4, atol=1e-3)
+    on, metrics_on = world_model_loss(model, batch, LossWeights(free_nats=0, overshooting=4, overshooting_scale=0.5))
+    # The original code's form: loss = likelihoods + 1 * KL_1 + scale * mean over valid (t, d), d = 2..4.
+    # (The earlier form, (KL_1 + ... + KL_D) / D, cut the one-step KL's weight D-fold.)
+    torch.testing.assert_close(metrics_on["kl"], metrics_off["kl"])
+    torch.testing.assert_close(on, off + 0.5 * metrics_on["overshooting_kl"], rtol=1e-5, atol=1e-3)
+    posterior, _ = model.observe(batch["image"], batch["action"], batch["is_first"])
+    pairs = overshooting_kls(model, posterior, batch["action"], batch["is_first"], 4)[1:]
+    valid = sum(int(mask.sum()) for _, mask in pairs)
+    assert valid == 3 * (6 + 5 + 4)  # 3 sequences; distances 2, 3, 4 leave 6, 5, 4 valid starts of 8 steps

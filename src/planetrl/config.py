@@ -80,8 +80,11 @@ class ModelConfig:
     hidden_size: int = option(200, "Units of the dense layers inside the dynamics.", low=1)
     min_std: float = option(0.1, "Lower bound of the state's standard deviation.", low=0.0)
     depth: int = option(32, "Channels of the first conv layer (doubling per layer).", low=1)
-    reward_layers: int = option(2, "Hidden layers of the reward head.", low=1)
-    reward_units: int = option(200, "Units per hidden layer of the reward head.", low=1)
+    reward_layers: int = option(2, "Hidden layers of the reward head (paper: 2; the public code: 3).", low=1)
+    reward_units: int = option(200, "Units per hidden layer of the reward head (paper: 200; the public code: 300).",
+                               low=1)
+    init: str = option("tf", "Weight initialization: tf (the original code: Glorot-uniform, zero bias, TF's GRU "
+                             "block cell) or torch (PyTorch defaults and nn.GRUCell).", choices=("tf", "torch"))
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ class LossConfig:
     kl_scale: float = option(1.0, "Scale of the KL term.", low=0.0)
     reward_scale: float = option(10.0, "Scale of the reward log-likelihood term.", low=0.0)
     overshooting: int = option(0, "Latent overshooting distance D; 0 or 1 = off.", low=0)
+    overshooting_scale: float = option(1.0, "Weight of the mean overshooting KL over distances 2..D, added to "
+                                            "the one-step KL at full weight (as in the original code).", low=0.0)
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,7 @@ PAPER = {
     "data.batch_size": 50, "data.chunk_length": 50, "data.image_bits": 5,
     "model.variant": "rssm", "model.belief_size": 200, "model.state_size": 30, "model.hidden_size": 200,
     "model.min_std": 0.1, "model.depth": 32, "model.reward_layers": 2, "model.reward_units": 200,
+    "model.init": "tf",
     "loss.free_nats": 3.0, "loss.kl_scale": 1.0, "loss.reward_scale": 10.0, "loss.overshooting": 0,
     "optim.lr": 1e-3, "optim.eps": 1e-4, "optim.grad_clip": 1000.0, "optim.precision": "fp32",
     "planner.horizon": 12, "planner.iterations": 10, "planner.candidates": 1000, "planner.elites": 100,
@@ -426,9 +432,13 @@ def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
     return out
 
 
+# Keys added after runs were already saved, with the value that reproduces those runs' behaviour.
+LEGACY_DEFAULTS = {"model.init": "torch"}
+
+
 def from_dict(data: typing.Mapping[str, Any]) -> Config:
-    """Inverse of `to_dict`; unknown keys are errors."""
-    flat = {}
+    """Inverse of `to_dict`; unknown keys are errors. A key missing from a saved config takes its legacy value."""
+    flat = dict(LEGACY_DEFAULTS)
     for section, values in data.items():
         if not isinstance(values, dict):
             raise ConfigError(f"Config section '{section}' must be a mapping, got {values!r}.")

@@ -21,7 +21,8 @@ class LossWeights:
     free_nats: float = 3.0
     kl_scale: float = 1.0
     reward_scale: float = 10.0
-    overshooting: int = 0  # 0 or 1 = the ordinary KL only; D > 1 adds distances 2..D, each weighted 1/D
+    overshooting: int = 0  # 0 or 1 = the ordinary KL only; D > 1 adds the KLs of distances 2..D
+    overshooting_scale: float = 1.0  # weight of the mean over distances 2..D; the one-step KL keeps weight 1
 
 
 def mean_gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
@@ -103,11 +104,14 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
         kl = gaussian_kl(posterior, prior)
         kl_term = free_nats(kl, weights.free_nats)
         metrics["kl"] = kl.mean().detach()
-        if weights.overshooting > 1:
-            pairs = overshooting_kls(model, posterior, actions, is_first, weights.overshooting)[1:]
-            extra = [free_nats(kl, weights.free_nats, mask) for kl, mask in pairs]
-            kl_term = (kl_term + sum(extra)) / weights.overshooting
-            metrics["overshooting_kl"] = torch.stack([masked_mean(k, m) for k, m in pairs]).mean().detach()
         loss = loss + weights.kl_scale * kl_term
+        if weights.overshooting > 1:
+            # As the original: the one-step KL keeps its full weight, and the overshooting term is the mean
+            # of the free-nats KL over every valid (step, distance) pair of distances 2..D.
+            pairs = overshooting_kls(model, posterior, actions, is_first, weights.overshooting)[1:]
+            kls = torch.stack([kl for kl, _ in pairs])
+            masks = torch.stack([mask for _, mask in pairs])
+            loss = loss + weights.overshooting_scale * free_nats(kls, weights.free_nats, masks)
+            metrics["overshooting_kl"] = masked_mean(kls, masks).detach()
     metrics["loss"] = loss.detach()
     return loss, metrics

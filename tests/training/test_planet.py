@@ -27,8 +27,13 @@ def _train(logdir, *extra):
 
 
 def _gif_frames(path: Path) -> int:
+    """Frames shown, counting identical consecutive frames that Pillow merges into one longer frame."""
     with Image.open(path) as image:
-        return image.n_frames
+        durations = []
+        for index in range(image.n_frames):
+            image.seek(index)
+            durations.append(image.info["duration"])
+    return round(sum(durations) / min(durations))
 
 
 def test_debug_preset_end_to_end(tmp_path, capsys):
@@ -54,6 +59,15 @@ def test_debug_preset_end_to_end(tmp_path, capsys):
     # Running the finished experiment again does nothing and says so.
     assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
     assert "1 done" in capsys.readouterr().out
+
+
+def test_env_steps_count_decisions_times_the_action_repeat(tmp_path):
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "env.action_repeat=2"]) == 0
+    run = tmp_path / "run-00"
+    decisions = sum(len(read_episode(p)["reward"]) - 1 for p in list_episodes(run / "train_episodes"))
+    assert read_tests(run)[-1]["env_steps"] == 2 * decisions
+    steps = [m["train/env_steps"] for m in read_metrics(run) if "train/env_steps" in m]
+    assert steps[-1] == 2 * decisions
 
 
 def test_same_seed_gives_identical_metrics(tmp_path):

@@ -16,6 +16,16 @@ def ensure_headless_gl() -> None:
         os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 
+def check_dmc_task(domain: str, task: str) -> None:
+    """Fail with the list of known tasks unless (domain, task) is in the DeepMind Control Suite."""
+    ensure_headless_gl()
+    from dm_control import suite
+
+    if (domain, task) not in suite.ALL_TASKS:
+        known = ", ".join(f"{d}-{t}" for d, t in suite.ALL_TASKS)
+        raise ValueError(f"unknown DMC task '{domain}-{task}'; known: {known}")
+
+
 class DMCEnv(gym.Env):
     """A dm_control suite task with a dict observation: `image` uint8 and `state` float32.
 
@@ -29,12 +39,9 @@ class DMCEnv(gym.Env):
         self, domain: str, task: str, size: int = 64, camera: int = 0, fast_render: bool = False, seed: int = 0,
         render: bool = True,
     ) -> None:
-        ensure_headless_gl()
+        check_dmc_task(domain, task)
         from dm_control import suite
 
-        if (domain, task) not in suite.ALL_TASKS:
-            known = ", ".join(f"{d}-{t}" for d, t in suite.ALL_TASKS)
-            raise ValueError(f"unknown DMC task '{domain}-{task}'; known: {known}")
         self._env = suite.load(domain, task, task_kwargs={"random": seed})
         self._size = size
         self._camera = camera

@@ -23,16 +23,19 @@ from typing import Any
 
 from planetrl.envs.mock import MockEnv
 
-# The paper's action repeats (REFERENCE.md); every DMC episode is 1000 env steps.
-PAPER_ACTION_REPEAT = {
-    "cartpole-swingup": 8,
-    "cartpole-balance": 8,
-    "reacher-easy": 4,
-    "cheetah-run": 4,
-    "finger-spin": 2,
-    "cup-catch": 4,
-    "walker-walk": 2,
+# The paper's tasks: name -> (DMC domain, DMC task, action repeat). Every DMC episode is 1000 env steps.
+PAPER_TASKS: dict[str, tuple[str, str, int]] = {
+    "cartpole-swingup": ("cartpole", "swingup", 8),
+    "cartpole-balance": ("cartpole", "balance", 8),
+    "reacher-easy": ("reacher", "easy", 4),
+    "cheetah-run": ("cheetah", "run", 4),
+    "finger-spin": ("finger", "spin", 2),
+    "cup-catch": ("ball_in_cup", "catch", 4),
+    "walker-walk": ("walker", "walk", 2),
 }
+PAPER_ACTION_REPEAT = {name: repeat for name, (_, _, repeat) in PAPER_TASKS.items()}
+_PAPER_REPEAT_BY_DMC = {(domain, task): repeat for domain, task, repeat in PAPER_TASKS.values()}
+DEFAULT_DMC_REPEAT = 2
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,10 +125,11 @@ def make_mock_3d(size: int, seed: int, fast_render: bool) -> Any:
     return MockEnv(durations=(30,), image_size=size, action_size=3)
 
 
-def _dmc_spec(name: str) -> TaskSpec:
-    domain, task = name.split("-", 1)
+def _dmc_spec(name: str, domain: str, task: str) -> TaskSpec:
+    """A DMC task; it gets the paper's action repeat where the paper has one, else 2."""
+    repeat = _PAPER_REPEAT_BY_DMC.get((domain, task), DEFAULT_DMC_REPEAT)
     return TaskSpec(
-        name, functools.partial(make_dmc, domain, task), action_repeat=PAPER_ACTION_REPEAT.get(name, 2),
+        name, functools.partial(make_dmc, domain, task), action_repeat=repeat,
         episode_steps=1000, family="dmc", description=f"DeepMind Control Suite {domain} {task}",
         state_constructor=functools.partial(make_dmc_state, domain, task),
     )
@@ -145,14 +149,29 @@ def _gym_spec(name: str) -> TaskSpec:
                     state_constructor=functools.partial(make_gym_state, env_id))
 
 
-for _name in PAPER_ACTION_REPEAT:
-    register(_dmc_spec(_name))
+for _name, (_domain, _task, _) in PAPER_TASKS.items():
+    register(_dmc_spec(_name, _domain, _task))
 register(TaskSpec("highway", make_highway_task, action_repeat=1, episode_steps=150, image_size=64,
                   family="driving", description="offline driving: highway-env top-down, 20 cars, continuous"))
 register(TaskSpec("mock-3d", make_mock_3d, action_repeat=1, episode_steps=0, image_size=16, family="mock",
                   description="MockEnv with 3-d actions and 30-step episodes (a second task for sweeps)"))
 register(TaskSpec("mock", make_mock, action_repeat=1, episode_steps=0, image_size=16, family="mock",
                   description="deterministic MockEnv for tests and the debug preset"))
+
+
+def _split_dmc(name: str) -> tuple[str, str]:
+    """`dmc:domain-task` -> (domain, task); a paper alias after `dmc:` (dmc:cup-catch) maps to its DMC names."""
+    body = name[4:]
+    if body in PAPER_TASKS:
+        domain, task, _ = PAPER_TASKS[body]
+        return domain, task
+    if "-" not in body:
+        raise ValueError(f"task '{name}' is not of the form dmc:domain-task (for example dmc:ball_in_cup-catch)")
+    domain, task = body.split("-", 1)
+    from planetrl.envs.dmc import check_dmc_task
+
+    check_dmc_task(domain, task)
+    return domain, task
 
 
 def task_names() -> list[str]:
@@ -167,7 +186,7 @@ def resolve(name: str) -> TaskSpec:
     if name.startswith("gym:"):
         return _gym_spec(name)
     if name.startswith("dmc:"):
-        return _dmc_spec(name[4:])
+        return _dmc_spec(name, *_split_dmc(name))
     if name.startswith("carla:"):
         town = name.split(":", 1)[1] or "Town01"
         return TaskSpec(name, functools.partial(make_carla, town), action_repeat=1, episode_steps=1000,

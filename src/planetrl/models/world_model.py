@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from planetrl.models.networks import MLP, ConvDecoder, ConvEncoder
-from planetrl.models.rssm import LatentDynamics, State, Variant
+from planetrl.models.rssm import LatentDynamics, State, Variant, init_like_tf
 
 
 class WorldModel(nn.Module):
@@ -20,13 +20,16 @@ class WorldModel(nn.Module):
 
     def __init__(self, action_size: int, image_size: int = 64, variant: Variant = "rssm",
                  belief_size: int = 200, state_size: int = 30, hidden_size: int = 200, min_std: float = 0.1,
-                 depth: int = 32, reward_layers: int = 2, reward_units: int = 200) -> None:
+                 depth: int = 32, reward_layers: int = 2, reward_units: int = 200, init: str = "tf") -> None:
         super().__init__()
         self.encoder = ConvEncoder(image_size, depth)
         self.dynamics = LatentDynamics(action_size, self.encoder.embed_size, variant, belief_size, state_size,
-                                       hidden_size, min_std)
+                                       hidden_size, min_std, init)
         self.decoder = ConvDecoder(self.dynamics.feature_size, image_size, depth)
         self.reward_head = MLP(self.dynamics.feature_size, 1, reward_layers, reward_units)
+        if init == "tf":  # the dynamics initialize themselves (the GRU's gate bias is not zero)
+            for part in (self.encoder, self.decoder, self.reward_head):
+                init_like_tf(part)
         self.action_size = action_size
         self.image_size = image_size
 

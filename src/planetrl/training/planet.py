@@ -23,7 +23,7 @@ from planetrl.data.episodes import EpisodeWriter, list_episodes, parse_name, rea
 from planetrl.data.loader import Loader, postprocess_image, preprocess_image
 from planetrl.data.replay import Replay
 from planetrl.envs.batch import BatchEnv
-from planetrl.envs.make import make_batch_env
+from planetrl.envs.make import action_repeat, make_batch_env
 from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
 from planetrl.models.world_model import WorldModel, count_parameters
 from planetrl.planning.cem import CEMSettings
@@ -106,9 +106,12 @@ def _write_json(path: Path, data: Any) -> None:
     os.replace(temporary, path)
 
 
-def count_steps(directory: Path) -> int:
-    """Agent decisions in all episode files of a directory, from their names."""
-    return sum(parse_name(p)[1] for p in list_episodes(directory))
+def count_steps(directory: Path, repeat: int = 1) -> int:
+    """Environment steps in all episode files of a directory: decisions (from the names) x action repeat.
+
+    Published tables count environment steps, so a cheetah-run episode (250 decisions at repeat 4) is 1000.
+    """
+    return repeat * sum(parse_name(p)[1] for p in list_episodes(directory))
 
 
 def read_tests(run_dir: Path) -> list[dict[str, Any]]:
@@ -141,6 +144,7 @@ class PlanetRun:
         self.checkpoint_path = self.run_dir / "checkpoints" / CHECKPOINT
         self.video_dir = self.run_dir / "videos"
         self.schedule = Schedule(cfg.train.total_updates, cfg.train.collect_every, cfg.train.test_every)
+        self.action_repeat = action_repeat(cfg.env)
 
     # -------------------------------------------------------------- pieces
 
@@ -267,7 +271,7 @@ class PlanetRun:
                     logger.scalars(updates, {
                         "train/return": result.score, "train/length": result.length,
                         "train/episodes": len(list_episodes(self.train_dir)),
-                        "train/env_steps": count_steps(self.train_dir),
+                        "train/env_steps": count_steps(self.train_dir, self.action_repeat),
                         "train/seconds_per_action": seconds / max(result.length, 1),
                         "replay/episodes": replay.stats.episodes, "replay/steps": replay.stats.steps,
                         "replay/megabytes": replay.stats.bytes / 2**20,
@@ -310,7 +314,8 @@ class PlanetRun:
         episode = read_episode(writer.written[0])
         write_gif(episode["image"], self.video_dir / f"policy-{updates:07d}.gif", fps=20, scale=2)
         record = {"updates": updates, "returns": returns.tolist(), "time": time.time(),
-                  "train_episodes": metrics["test/train_episodes"], "env_steps": count_steps(self.train_dir)}
+                  "train_episodes": metrics["test/train_episodes"],
+                  "env_steps": count_steps(self.train_dir, self.action_repeat)}
         with open(self.run_dir / "tests.jsonl", "a") as handle:
             handle.write(json.dumps(record) + "\n")
         return metrics

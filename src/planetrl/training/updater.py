@@ -24,7 +24,7 @@ def build_world_model(cfg: Config, action_size: int) -> WorldModel:
     """The world model the config describes."""
     m = cfg.model
     return WorldModel(action_size, cfg.env.image_size, m.variant, m.belief_size, m.state_size, m.hidden_size,
-                      m.min_std, m.depth, m.reward_layers, m.reward_units)
+                      m.min_std, m.depth, m.reward_layers, m.reward_units, m.init)
 
 
 class WorldModelUpdater:
@@ -35,7 +35,7 @@ class WorldModelUpdater:
         self.device = device
         self.cfg = cfg
         self.weights = LossWeights(cfg.loss.free_nats, cfg.loss.kl_scale, cfg.loss.reward_scale,
-                                   cfg.loss.overshooting)
+                                   cfg.loss.overshooting, cfg.loss.overshooting_scale)
         if cfg.optim.channels_last:
             self.model.encoder.to(memory_format=torch.channels_last)
             self.model.decoder.to(memory_format=torch.channels_last)
