@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import textwrap
 import time
@@ -126,35 +127,83 @@ def cmd_collect(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- train / eval / visualize
 
 
+def _check_before_creating(logdir: Path, cfg: config_lib.Config) -> None:
+    """The task, the device and the logdir are checked before any directory is made or marked."""
+    from planetrl.envs.registry import resolve
+    from planetrl.training.updater import resolve_device
+
+    resolve(cfg.env.task)
+    try:
+        resolve_device(cfg.run.device)
+    except RuntimeError as error:
+        raise config_lib.ConfigError(str(error)) from error
+    if logdir.exists() and not logdir.is_dir():
+        raise NotADirectoryError(f"--logdir {logdir} is a file, not a directory")
+    try:
+        logdir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OSError(f"cannot create --logdir {logdir}: {error.strerror or error}") from error
+    if not os.access(logdir, os.W_OK):
+        raise PermissionError(f"--logdir {logdir} is not writable")
+
+
+def _failure_reason(run_dir: Path) -> str:
+    """The last line of a run's FAIL file (the error and its message)."""
+    lines = [line for line in (run_dir / "FAIL").read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no reason recorded"
+
+
 def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: dict[str, object],
-                    make_run: Callable[[Path, config_lib.Config], Any], only: int | None = None,
-                    wait: bool = False) -> int:
-    """Claim runs of the experiment one by one, run each, and mark it DONE or FAIL."""
+                    make_run: Callable[..., Any], only: int | None = None,
+                    wait: bool = False, retry_failed: bool = False) -> int:
+    """Claim runs of the experiment one by one, run each, and mark it DONE or FAIL.
+
+    A run that failed before is reported with its reason (exit status 1) unless `retry_failed`.
+    """
     import traceback
 
-    from planetrl.training.experiment import claimable_runs, run_dirs, run_state
-    from planetrl.training.planet import prepare_run_dir
+    from planetrl.training.experiment import FAIL, ClaimLost, claimable_runs, run_dirs, run_state
+    from planetrl.training.rundir import prepare_run_dir
 
     if runs < 1:
         raise config_lib.ConfigError(f"--runs must be at least 1, got {runs}")
     failures = 0
     if only is not None and not 0 <= only < runs:
         raise config_lib.ConfigError(f"--index must be within 0..{runs - 1}, got {only}")
+    _check_before_creating(logdir, cfg)
+    for index, run_dir in enumerate(run_dirs(logdir, runs)):
+        if (run_dir / FAIL).exists() and (only is None or index == only):
+            if retry_failed:
+                os.replace(run_dir / FAIL, run_dir / f"{FAIL}.{int(time.time())}")
+            else:
+                failures += 1
+                print(f"run {run_dir} failed earlier: {_failure_reason(run_dir)}\n"
+                      f"  rerun with --retry-failed to try again from its checkpoint", file=sys.stderr)
     for index, run_dir, claim in claimable_runs(logdir, runs, cfg.train.stale_seconds, only, wait):
         run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
         run_explicit = {**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit
         try:
             run_cfg = prepare_run_dir(run_dir, run_cfg, run_explicit)
             print(f"run {run_dir}: task {run_cfg.env.task}, seed {run_cfg.run.seed}", flush=True)
-            result = make_run(run_dir, run_cfg).run()
+            result = make_run(run_dir, run_cfg, claim.check).run()
+        except ClaimLost as lost:
+            claim.abandon()
+            print(f"run {run_dir} stopped: {lost}", file=sys.stderr)
+            failures += 1
+            continue
         except (KeyboardInterrupt, config_lib.ConfigError):
             claim.abandon()
             raise
         except Exception as error:  # noqa: BLE001 - recorded in FAIL with its traceback
-            claim.fail(traceback.format_exc())
             failures += 1
+            try:
+                claim.fail(traceback.format_exc())
+                where = f"traceback in {run_dir / 'FAIL'}"
+            except (OSError, ClaimLost) as unrecorded:
+                claim.abandon()
+                where = f"FAIL could not be written ({unrecorded})"
             print(f"run {run_dir} FAILED: {type(error).__name__}: {error}\n"
-                  f"  traceback in {run_dir / 'FAIL'}; the last good checkpoint is kept", file=sys.stderr)
+                  f"  {where}; the last good checkpoint is kept", file=sys.stderr)
             continue
         claim.done()
         summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
@@ -171,8 +220,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     cfg, explicit = _resolve(args, {"env.task": args.task, "run.device": args.device})
     return _run_experiment(Path(args.logdir), args.runs, cfg, explicit,
-                           lambda run_dir, run_cfg: PlanetRun(run_dir, run_cfg, progress=not args.no_progress),
-                           args.index, args.wait)
+                           lambda run_dir, run_cfg, fence: PlanetRun(run_dir, run_cfg, not args.no_progress, fence),
+                           args.index, args.wait, args.retry_failed)
 
 
 def cmd_ppo_train(args: argparse.Namespace) -> int:
@@ -184,7 +233,8 @@ def cmd_ppo_train(args: argparse.Namespace) -> int:
     cfg, explicit = _config_from(config_lib.PPO_CONFIGS[args.config], args.overrides,
                                  {"run.device": args.device, "run.seed": args.seed})
     return _run_experiment(Path(args.logdir), args.runs, cfg, explicit,
-                           lambda run_dir, run_cfg: PPORun(run_dir, run_cfg, progress=not args.no_progress))
+                           lambda run_dir, run_cfg, fence: PPORun(run_dir, run_cfg, not args.no_progress, fence),
+                           retry_failed=args.retry_failed)
 
 
 def cmd_ppo_visualize(args: argparse.Namespace) -> int:
@@ -195,7 +245,9 @@ def cmd_ppo_visualize(args: argparse.Namespace) -> int:
     from planetrl.viz import write_gif
 
     run_dir, outdir = Path(args.run), Path(args.out)
-    cfg = config_lib.load(run_dir / "config.yaml")
+    from planetrl.training.rundir import require_run_dir
+
+    cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml")
     env_cfg = config_lib.set_values(cfg, {"env.pixels": True, "env.processes": 0}).env
     env = make_batch_env(env_cfg, args.episodes, seed=cfg.run.seed + 17)
     try:
@@ -213,7 +265,8 @@ def cmd_ppo_visualize(args: argparse.Namespace) -> int:
     return 0
 
 
-def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | None) -> list[float]:
+def _policy_episodes(run_dir: Path, episodes: int, device: str,
+                     outdir: Path | None) -> tuple[list[float], list[Path]]:
     """Run the latest checkpoint's MPC agent without exploration; with `outdir`, keep episodes and GIFs."""
     from planetrl.data.episodes import EpisodeWriter, read_episode
     from planetrl.envs.make import make_batch_env
@@ -240,13 +293,13 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | N
         for number, path in enumerate(written):
             write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=20, scale=2)
     print(f"{run_dir}: checkpoint at update {updates}")
-    return [r.score for r in results]
+    return [r.score for r in results], list(written)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     import json
 
-    returns = _policy_episodes(Path(args.run), args.episodes, args.device, None)
+    returns, _ = _policy_episodes(Path(args.run), args.episodes, args.device, None)
     mean, std = float(np.mean(returns)), float(np.std(returns))
     print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
     (Path(args.run) / "eval.json").write_text(json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n")
@@ -254,18 +307,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_visualize(args: argparse.Namespace) -> int:
+    from planetrl.data.episodes import read_episode
     from planetrl.training.planet import load_trained, open_loop_video
     from planetrl.training.updater import resolve_device
     from planetrl.viz import write_gif
 
     run_dir, outdir = Path(args.run), Path(args.out)
-    returns = _policy_episodes(run_dir, args.episodes, args.device, outdir)
+    returns, episodes = _policy_episodes(run_dir, args.episodes, args.device, outdir)
     cfg, model, _ = load_trained(run_dir, args.device)
     written = []
-    for number in range(args.episodes):
-        frames = open_loop_video(model, outdir / "episodes", cfg, resolve_device(args.device), index=number)
-        if frames is not None:
-            written.append(write_gif(frames, outdir / f"openloop-{number:02d}.gif", fps=10, scale=2))
+    for number, path in enumerate(episodes):
+        frames = open_loop_video(model, read_episode(path), cfg, resolve_device(args.device))
+        written.append(write_gif(frames, outdir / f"openloop-{number:02d}.gif", fps=10, scale=2))
     print(f"wrote {len(returns)} policy videos and {len(written)} open-loop videos to {outdir}/ "
           f"(returns: {', '.join(f'{r:.1f}' for r in returns)})")
     return 0
@@ -321,6 +374,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from planetrl.training.sweep import status_rows
 
     rows = status_rows(Path(args.logdir))
+    if not rows:
+        print(f"planetrl report: error: no runs under {args.logdir}", file=sys.stderr)
+        return 1
     written = write_report(rows, Path(args.out))
     print((Path(args.out) / "report.md").read_text())
     print("wrote " + ", ".join(str(p) for p in written))
@@ -387,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
     train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
     train.add_argument("--index", type=int, help="do only run INDEX of the --runs (sweeps use this)")
+    train.add_argument("--retry-failed", action="store_true", help="try failed runs again from their checkpoint")
     train.add_argument("--wait", action="store_true",
                        help="wait for runs held by another worker until they are done or stale, then take over")
     _add_config_options(train)
@@ -428,6 +485,7 @@ def build_parser() -> argparse.ArgumentParser:
                            help="override one config value, e.g. --set ppo.lr=3e-4 (repeatable)")
     ppo_train.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
     ppo_train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
+    ppo_train.add_argument("--retry-failed", action="store_true", help="try failed runs again from their checkpoint")
     ppo_train.set_defaults(func=cmd_ppo_train)
     ppo_visualize = ppo_commands.add_parser("visualize", help="videos of a trained PPO agent's episodes",
                                             description="Render episodes of the latest checkpoint as GIFs.")
@@ -481,15 +539,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = any(a in ("-v", "--verbose") for a in argv)  # -v works anywhere on the command line
+    args = parser.parse_args([a for a in argv if a not in ("-v", "--verbose")])
+    args.verbose = verbose
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (config_lib.ConfigError, ValueError) as error:
+    except (config_lib.ConfigError, ValueError, OSError, RuntimeError) as error:
         if args.verbose:
             raise
-        print(f"planetrl {args.command}: error: {error} (run with -v for the traceback)", file=sys.stderr)
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"planetrl {args.command}: error: {message} (run with -v for the traceback)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

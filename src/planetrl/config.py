@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import yaml
 
+from planetrl.atomic import write_atomic
+
 
 class ConfigError(ValueError):
     """A configuration key or value that is not allowed."""
@@ -448,14 +450,22 @@ def from_dict(data: typing.Mapping[str, Any]) -> Config:
 
 
 def save(cfg: Config, path: str | Path) -> None:
-    """Write the config as YAML."""
-    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    """Write the config as YAML, atomically."""
+    write_atomic(path, yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
 
 def load(path: str | Path) -> Config:
-    """Read a config written by `save`, with a safe YAML loader."""
-    data = yaml.safe_load(Path(path).read_text()) or {}
-    return from_dict(data)
+    """Read a config written by `save`, with a safe YAML loader; anything else is a ConfigError naming the file."""
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path} is not a planetrl config: {str(error).splitlines()[0]}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is not a planetrl config: a mapping of sections was expected")
+    try:
+        return from_dict(data)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from error
 
 
 def differences(old: Config, new: Config) -> list[tuple[str, Any, Any]]:

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from planetrl.atomic import write_atomic
+
 
 class StreamingMean:
     """Running means of named scalars between two flushes (the agents library's streaming_mean)."""
@@ -36,14 +38,20 @@ class StreamingMean:
 class MetricsLogger:
     """Writes scalars to `metrics.jsonl` (one object per call) and to TensorBoard under `events/`."""
 
-    def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True, keep_through: int | None = None) -> None:
+        """`keep_through`: on resume, the step of the checkpoint; records logged after it (before a kill)
+        are dropped from metrics.jsonl and TensorBoard, so every step appears once and steps only go up."""
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / "metrics.jsonl"
         self._writer: Any = None
+        if keep_through is not None and self.path.exists():
+            kept = [r for r in read_json_lines(self.path) if r.get("step", 0) <= keep_through]
+            write_atomic(self.path, "".join(json.dumps(r) + "\n" for r in kept))
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
-            self._writer = SummaryWriter(str(self.run_dir / "events"))
+            purge = None if keep_through is None else keep_through + 1
+            self._writer = SummaryWriter(str(self.run_dir / "events"), purge_step=purge)
 
     def scalars(self, step: int, values: Mapping[str, float]) -> None:
         """Log named scalars at a step (keys like `train/loss`)."""

@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from planetrl.atomic import write_atomic
+
 
 def openloop_frames(truth: np.ndarray, model: np.ndarray, context: int) -> np.ndarray:
     """(T, 3H, W, 3) frames: truth above model above error, a white bar under predicted model frames.
@@ -47,8 +49,7 @@ def write_gif(frames: Sequence[np.ndarray] | np.ndarray, path: str | Path, fps: 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     images = [Image.fromarray(frame) for frame in frames]
-    temporary = path.with_name(f".{path.name}.tmp")
-    images[0].save(temporary, format="GIF", save_all=True, append_images=images[1:],
-                   duration=max(int(1000 / fps), 20), loop=0, optimize=False)
-    temporary.replace(path)
+    write_atomic(path, lambda handle: images[0].save(handle, format="GIF", save_all=True, append_images=images[1:],
+                                                      duration=max(int(1000 / fps), 20), loop=0, optimize=False),
+                 fsync=False)
     return path

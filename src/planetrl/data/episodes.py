@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime
 import io
 import logging
-import os
 import re
 import uuid
 import zipfile
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from planetrl.atomic import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -68,15 +69,9 @@ def write_episode(directory: str | Path, episode: Mapping[str, np.ndarray]) -> P
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / episode_name(length)
-    temporary = directory / f".{path.name}.tmp"
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in episode.items()})
-    with open(temporary, "wb") as handle:
-        handle.write(buffer.getvalue())
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-    return path
+    return write_atomic(path, buffer.getvalue())
 
 
 def read_episode(path: str | Path) -> dict[str, np.ndarray]:
@@ -159,7 +154,3 @@ class EpisodeWriter:
         path = write_episode(self.directory, episode)
         self.written.append(path)
         return path
-
-    def discard(self, index: int) -> None:
-        """Drop an unfinished episode (for example when collection stops early)."""
-        self._buffers.pop(index, None)

@@ -15,6 +15,7 @@ import bisect
 import dataclasses
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,9 @@ class Replay:
         max_steps: int = 0,
         recent_fraction: float = 0.0,
         recent_episodes: int = 5,
+        reader: Callable[[Path], dict[str, np.ndarray] | None] = try_read_episode,
     ) -> None:
+        """`reader` loads one file or returns None for a bad one (a run passes its checking catalog's)."""
         if chunk_length < 1:
             raise ValueError(f"chunk_length must be at least 1, got {chunk_length}")
         if not 0.0 <= recent_fraction <= 1.0:
@@ -57,6 +60,7 @@ class Replay:
         self.max_steps = max_steps
         self.recent_fraction = recent_fraction
         self.recent_episodes = max(recent_episodes, 1)
+        self._read = reader
         self._episodes: dict[str, dict[str, np.ndarray]] = {}
         self._order: list[tuple[tuple[str, int, str], str]] = []  # (time order key, name), oldest first
         self._seen: set[str] = set()
@@ -94,7 +98,7 @@ class Replay:
                 break
             if budget_steps is not None and held_steps >= budget_steps:
                 break
-            episode = try_read_episode(self.directory / name)
+            episode = self._read(self.directory / name)
             if episode is None:
                 self.stats.skipped_files += 1
                 continue
@@ -146,10 +150,6 @@ class Replay:
 
     def __len__(self) -> int:
         return len(self._keys)
-
-    def can_sample(self) -> bool:
-        """Whether at least one episode is long enough for a chunk."""
-        return bool(self._starts.sum() > 0)
 
     def sample_positions(self, count: int, rng: np.random.Generator) -> list[tuple[str, int]]:
         """(episode name, start) pairs, uniform over valid starts, with the recency mix."""

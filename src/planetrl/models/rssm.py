@@ -189,11 +189,6 @@ def _stack(states: list[State]) -> State:
     return {key: torch.stack([s[key] for s in states], 1) for key in states[0]}
 
 
-def last_state(states: State) -> State:
-    """The final time step of a (B, T, ...) state sequence."""
-    return {key: value[:, -1] for key, value in states.items()}
-
-
 def flatten_state(states: State) -> State:
     """(B, T, ...) -> (B*T, ...), to start rollouts from every step at once."""
     return {key: value.reshape(-1, *value.shape[2:]) for key, value in states.items()}

@@ -19,18 +19,18 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from planetrl.atomic import write_atomic
+
 PING, DONE, FAIL = "PING", "DONE", "FAIL"
+
+
+class ClaimLost(RuntimeError):
+    """This worker's claim on a run was taken over (it was paused past the stale limit, say)."""
 
 
 def worker_id() -> str:
     """host:pid:random, unique per worker process."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
 
 
 def _owner_is_gone(ping: Path) -> bool:
@@ -67,7 +67,13 @@ def run_state(run_dir: Path, stale_seconds: float) -> str:
 
 
 class Claim:
-    """A worker's hold on one run: heartbeat while held, DONE or FAIL at the end."""
+    """A worker's hold on one run: heartbeat while held, DONE or FAIL at the end.
+
+    The claim is fenced: `check()` (called before every write of the run)
+    raises ClaimLost once the PING names another worker, so a worker that was
+    paused past the stale limit and taken over stops instead of writing beside
+    the new owner. A lost claim writes no verdict and leaves the new PING alone.
+    """
 
     def __init__(self, run_dir: Path, worker: str, heartbeat: float) -> None:
         self.run_dir = run_dir
@@ -76,8 +82,25 @@ class Claim:
         self._thread = threading.Thread(target=self._beat, args=(heartbeat,), daemon=True)
         self._thread.start()
 
+    def owner(self) -> str | None:
+        """The worker the PING names now, or None without a readable PING."""
+        try:
+            return json.loads((self.run_dir / PING).read_text()).get("worker")
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def check(self) -> None:
+        """Raise ClaimLost unless this worker still holds the run."""
+        owner = self.owner()
+        if owner != self.worker:
+            holder = f"worker {owner}" if owner else "no worker (its PING is gone)"
+            raise ClaimLost(f"{self.run_dir} is now held by {holder}; this worker ({self.worker}) lost its claim, "
+                            "probably while paused longer than train.stale_seconds, and stops without writing")
+
     def _beat(self, interval: float) -> None:
         while not self._stop.wait(interval):
+            if self.owner() != self.worker:
+                return
             try:
                 os.utime(self.run_dir / PING)
             except FileNotFoundError:
@@ -86,14 +109,17 @@ class Claim:
     def _release(self) -> None:
         self._stop.set()
         self._thread.join()
-        (self.run_dir / PING).unlink(missing_ok=True)
+        if self.owner() == self.worker:
+            (self.run_dir / PING).unlink(missing_ok=True)
 
     def done(self) -> None:
-        _write_atomic(self.run_dir / DONE, json.dumps({"worker": self.worker, "time": time.time()}) + "\n")
+        self.check()
+        write_atomic(self.run_dir / DONE, json.dumps({"worker": self.worker, "time": time.time()}) + "\n")
         self._release()
 
     def fail(self, traceback_text: str) -> None:
-        _write_atomic(self.run_dir / FAIL, traceback_text)
+        self.check()
+        write_atomic(self.run_dir / FAIL, traceback_text)
         self._release()
 
     def abandon(self) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
-import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,103 +14,35 @@ from typing import Any
 import numpy as np
 import torch
 
-import planetrl
 from planetrl import config as config_lib
 from planetrl.agents.mpc import MPCAgent
 from planetrl.agents.random import RandomAgent
-from planetrl.data.episodes import EpisodeWriter, list_episodes, parse_name, read_episode
+from planetrl.atomic import clean_temporaries, write_atomic
+from planetrl.data.catalog import EpisodeCatalog, EpisodeSpec
+from planetrl.data.episodes import EpisodeWriter
 from planetrl.data.loader import Loader, postprocess_image, preprocess_image
 from planetrl.data.replay import Replay
 from planetrl.envs.batch import BatchEnv
-from planetrl.envs.make import action_repeat, make_batch_env
+from planetrl.envs.make import action_repeat, decisions_per_episode, make_batch_env
 from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
 from planetrl.models.world_model import WorldModel, count_parameters
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.driver import Driver
+from planetrl.training.rundir import CHECKPOINT, load_checkpoint, prepare_run_dir, require_run_dir, save_checkpoint
 from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
+
+__all__ = ["PlanetRun", "load_trained", "open_loop_video", "prepare_run_dir", "read_tests"]
 from planetrl.viz import openloop_frames, tile, write_gif
 
 log = logging.getLogger(__name__)
-CHECKPOINT = "latest.pt"
 
 
 # ------------------------------------------------------------------ run files
 
 
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """torch.save to a temporary file in the same directory, fsync, then os.replace."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "wb") as handle:
-        torch.save(state, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-
-
-def load_checkpoint(path: Path, device: torch.device) -> dict[str, Any] | None:
-    """Tensors and plain data only (weights_only=True): nothing in a run directory can run code."""
-    if not path.exists():
-        return None
-    return torch.load(path, map_location=device, weights_only=True)
-
-
-def machine_info() -> dict[str, Any]:
-    """Package version, git commit when available, CPU/GPU and torch version."""
-    commit = None
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
-                                cwd=Path(planetrl.__file__).parent).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return {
-        "planetrl": planetrl.__version__, "git_commit": commit, "torch": torch.__version__,
-        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-        "processor": platform.processor(), "host": platform.node(),
-        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-    }
-
-
-def prepare_run_dir(run_dir: Path, cfg: config_lib.Config, explicit: dict[str, Any]) -> config_lib.Config:
-    """Write config.yaml for a new run; for an existing one, reload it and refuse conflicting flags.
-
-    `explicit` holds the keys the user set on this command line (preset or flags).
-    """
-    path = run_dir / "config.yaml"
-    if not path.exists():
-        run_dir.mkdir(parents=True, exist_ok=True)
-        config_lib.save(cfg, path)
-        (run_dir / "run_info.json").write_text(json.dumps(machine_info(), indent=2) + "\n")
-        return cfg
-    saved = config_lib.load(path)
-    saved_flat = {f"{s}.{k}": v for s, values in config_lib.to_dict(saved).items() for k, v in values.items()}
-    wanted = config_lib.to_dict(config_lib.set_values(saved, explicit))
-    conflicts = [
-        f"{key}: saved {saved_flat[key]!r}, requested {wanted[key.split('.')[0]][key.split('.')[1]]!r}"
-        for key in explicit
-        if saved_flat[key] != wanted[key.split(".")[0]][key.split(".")[1]]
-    ]
-    if conflicts:
-        raise config_lib.ConfigError(
-            f"{run_dir} was started with a different config; the saved config wins. Conflicting: "
-            + "; ".join(conflicts) + ". Use a new --logdir to change them."
-        )
-    return saved
-
-
 def _write_json(path: Path, data: Any) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data) + "\n")
-    os.replace(temporary, path)
-
-
-def count_steps(directory: Path, repeat: int = 1) -> int:
-    """Environment steps in all episode files of a directory: decisions (from the names) x action repeat.
-
-    Published tables count environment steps, so a cheetah-run episode (250 decisions at repeat 4) is 1000.
-    """
-    return repeat * sum(parse_name(p)[1] for p in list_episodes(directory))
+    write_atomic(path, json.dumps(data) + "\n")
 
 
 def read_tests(run_dir: Path) -> list[dict[str, Any]]:
@@ -134,8 +65,11 @@ def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, se
 class PlanetRun:
     """One PlaNet run in one directory; `run()` starts or resumes it."""
 
-    def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True) -> None:
+    def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True,
+                 fence: Callable[[], None] = lambda: None) -> None:
+        """`fence()` raises when this worker no longer holds the run; it is called before every write."""
         self.run_dir = Path(run_dir)
+        self.fence = fence
         self.cfg = cfg
         self.progress = progress
         self.device = resolve_device(cfg.run.device)
@@ -152,7 +86,17 @@ class PlanetRun:
         discrete = getattr(env.action_space, "n", None)
         return EpisodeWriter(directory, num_actions=int(discrete) if discrete else None)
 
-    def _seed_episodes(self, directory: Path, offset: int, need_chunk: bool = False) -> None:
+    def _callbacks(self, directory: Path, env: BatchEnv) -> tuple[list[Callable[..., Any]], EpisodeWriter]:
+        """Driver callbacks: the fence before the episode writer, so a lost claim writes no episode."""
+        writer = self._writer(directory, env)
+
+        def fence(index: int, step: dict[str, Any]) -> None:
+            if step["is_last"]:
+                self.fence()
+
+        return [fence, writer], writer
+
+    def _seed_episodes(self, catalog: EpisodeCatalog, offset: int, need_chunk: bool = False) -> None:
         """Random episodes up to `seed_episodes`; with `need_chunk`, more until one holds a training chunk.
 
         On tasks where a random policy ends episodes early (crashes), the
@@ -163,38 +107,56 @@ class PlanetRun:
         limit = cfg.train.seed_episodes * 11
         chunk = cfg.data.chunk_length
 
+        directory = catalog.directory
+
         def enough() -> bool:
-            names = [parse_name(p) for p in list_episodes(directory)]
-            if len(names) < cfg.train.seed_episodes:
+            valid = catalog.scan()
+            if len(valid) < cfg.train.seed_episodes:
                 return False
-            return not need_chunk or any(length + 1 >= chunk for _, length in names)
+            return not need_chunk or any(catalog.lengths[p.name] + 1 >= chunk for p in valid)
 
         if enough():
             return
         env = make_batch_env(cfg.env, max(cfg.env.processes, 1), seed=cfg.run.seed * 1000 + offset)
         try:
             while not enough():
-                count = len(list_episodes(directory))
+                count = catalog.count()
                 if count >= limit:
                     raise RuntimeError(f"{count} random episodes in {directory} and none has the {chunk} steps a "
                                        f"training chunk needs; lower data.chunk_length")
                 missing = max(cfg.train.seed_episodes - count, 1)
                 seed = cfg.run.seed * 1000 + offset + count
                 agent = RandomAgent(env.action_space, len(env), seed=seed)
-                Driver(env, agent, [self._writer(directory, env)], seed=seed).run(missing)
+                Driver(env, agent, self._callbacks(directory, env)[0], seed=seed).run(missing)
         finally:
             env.close()
-        log.info("%d random seed episodes in %s", len(list_episodes(directory)), directory)
+        log.info("%d random seed episodes in %s", catalog.count(), directory)
 
     def _seeded(self) -> int:
         """Random seed episodes in the train directory, as recorded when seeding finished."""
         marker = self.run_dir / "seed_episodes.json"
         if not marker.exists():
-            _write_json(marker, {"train": len(list_episodes(self.train_dir))})
+            _write_json(marker, {"train": self.train_catalog.count()})
         return int(json.loads(marker.read_text())["train"])
 
     def _collected(self) -> int:
-        return max(len(list_episodes(self.train_dir)) - self._seeded(), 0)
+        """Episodes collected by the agent: valid train episodes beyond the random seed ones."""
+        return max(self.train_catalog.count() - self._seeded(), 0)
+
+    def _env_steps(self) -> int:
+        """Environment steps of the valid train episodes: decisions x action repeat, as published tables count."""
+        return self.train_catalog.decisions() * self.action_repeat
+
+    def _open_catalogs(self, action_size: int) -> None:
+        """Check every episode file against the run's image size, action size and episode length."""
+        decisions = decisions_per_episode(self.cfg.env)
+        spec = EpisodeSpec(self.cfg.env.image_size, action_size, max_steps=decisions + 1 if decisions else 100_000)
+        quarantine = self.run_dir / "quarantine"
+        self.train_catalog = EpisodeCatalog(self.train_dir, spec, quarantine / self.train_dir.name)
+        self.test_catalog = EpisodeCatalog(self.test_dir, spec, quarantine / self.test_dir.name)
+
+    def _quarantined(self) -> int:
+        return self.train_catalog.quarantined + self.test_catalog.quarantined
 
     # -------------------------------------------------------------- run
 
@@ -203,29 +165,32 @@ class PlanetRun:
         from tqdm import tqdm
 
         cfg = self.cfg
+        for orphan in clean_temporaries(self.run_dir):
+            log.info("removed %s, left by an interrupted write", orphan)
         torch.manual_seed(cfg.run.seed)
         np.random.seed(cfg.run.seed % 2**32)
-        self._seed_episodes(self.train_dir, 0, need_chunk=True)
+        collect_env = make_batch_env(cfg.env, 1, seed=cfg.run.seed * 1000 + 1)
+        action_size = int(getattr(collect_env.action_space, "n", 0) or np.prod(collect_env.action_space.shape))
+        self._open_catalogs(action_size)
+        self._seed_episodes(self.train_catalog, 0, need_chunk=True)
         self._seeded()  # recorded once the train directory's seeding is complete
-        self._seed_episodes(self.test_dir, 500)
+        self._seed_episodes(self.test_catalog, 500)
         replay = Replay(self.train_dir, cfg.data.chunk_length, cfg.data.max_episodes, cfg.data.max_steps,
-                        cfg.data.recent_fraction, cfg.data.recent_episodes)
+                        cfg.data.recent_fraction, cfg.data.recent_episodes, reader=self.train_catalog.read)
         replay.refresh()
         loader = Loader(replay, cfg.data.batch_size, cfg.data.image_bits, self.device, cfg.data.prefetch,
                         seed=cfg.run.seed)
-        collect_env = make_batch_env(cfg.env, 1, seed=cfg.run.seed * 1000 + 1)
-        action_size = int(getattr(collect_env.action_space, "n", 0) or np.prod(collect_env.action_space.shape))
         model = build_world_model(cfg, action_size)
         updater = WorldModelUpdater(model, cfg, self.device)
         updates = 0
-        checkpoint = load_checkpoint(self.checkpoint_path, self.device)
+        checkpoint = load_checkpoint(self.checkpoint_path, self.device, needs="updater")
         if checkpoint is not None:
             updater.load_state_dict(checkpoint["updater"])
             updates = int(checkpoint["updates"])
             loader.load_state_dict(checkpoint["loader"])
             torch.set_rng_state(checkpoint["torch_rng"].cpu())
             log.info("resumed %s at update %d", self.run_dir, updates)
-        logger = MetricsLogger(self.run_dir)
+        logger = MetricsLogger(self.run_dir, keep_through=updates if checkpoint is not None else -1)
         if checkpoint is None:
             counts = count_parameters(model)
             log.info("parameters: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()))
@@ -242,6 +207,7 @@ class PlanetRun:
                 phase = self.schedule.next_phase(updates, self._collected(), len(read_tests(self.run_dir)))
                 if phase.name == "done":
                     break
+                self.fence()
                 if phase.name == "train":
                     start = time.perf_counter()
                     for batch in loader.take(phase.updates):
@@ -252,8 +218,10 @@ class PlanetRun:
                             means = stream.flush()
                             means["updates_per_s"] = cfg.train.log_every / (time.perf_counter() - start)
                             start = time.perf_counter()
+                            self.fence()
                             logger.scalars(updates, {f"train/{k}": v for k, v in means.items()})
                             bar.set_postfix(loss=f"{means['loss']:.1f}")
+                    self.fence()
                     save_checkpoint(self.checkpoint_path, {
                         "updater": updater.state_dict(), "updates": updates, "loader": loader.state_dict(),
                         "action_size": action_size,
@@ -263,15 +231,16 @@ class PlanetRun:
                     index = self._collected()
                     agent = build_mpc_agent(cfg, model, collect_env, seed=cfg.run.seed * 100_003 + index)
                     start = time.perf_counter()
-                    driver = Driver(collect_env, agent, [self._writer(self.train_dir, collect_env)],
+                    driver = Driver(collect_env, agent, self._callbacks(self.train_dir, collect_env)[0],
                                     seed=cfg.run.seed * 100_003 + index)
                     [result] = driver.run(1, explore=True)
                     seconds = time.perf_counter() - start
                     replay.refresh()
                     logger.scalars(updates, {
                         "train/return": result.score, "train/length": result.length,
-                        "train/episodes": len(list_episodes(self.train_dir)),
-                        "train/env_steps": count_steps(self.train_dir, self.action_repeat),
+                        "train/episodes": self.train_catalog.count(),
+                        "train/env_steps": self._env_steps(),
+                        "replay/quarantined": self._quarantined(),
                         "train/seconds_per_action": seconds / max(result.length, 1),
                         "replay/episodes": replay.stats.episodes, "replay/steps": replay.stats.steps,
                         "replay/megabytes": replay.stats.bytes / 2**20,
@@ -291,12 +260,23 @@ class PlanetRun:
         return last_test
 
     def test_phase(self, model: WorldModel, env: BatchEnv, updates: int, logger: MetricsLogger) -> dict[str, float]:
-        """N episodes in parallel without exploration noise, plus open-loop and policy videos."""
+        """N episodes in parallel without exploration noise, plus open-loop and policy videos.
+
+        The phase's episodes are staged in `test_episodes/.phase/` and move into `test_episodes/` only
+        once tests.jsonl records the phase, so a killed phase leaves no episode that nothing counts.
+        """
         tests_done = len(read_tests(self.run_dir))
+        self.test_catalog.scan()  # files dropped into test_episodes/ are checked (and moved aside) here
+        staging = self.test_dir / ".phase"
+        if staging.exists():
+            leftovers = [p for p in staging.iterdir() if p.is_file() or p.is_symlink()]
+            for path in leftovers:
+                path.unlink()
+            log.info("removed %d episodes of an interrupted test phase", len(leftovers))
         agent = build_mpc_agent(self.cfg, model, env, seed=self.cfg.run.seed * 7_000_003 + tests_done)
-        writer = self._writer(self.test_dir, env)
+        callbacks, writer = self._callbacks(staging, env)
         start = time.perf_counter()
-        results = Driver(env, agent, [writer], seed=self.cfg.run.seed * 7_000_003 + tests_done).run(
+        results = Driver(env, agent, callbacks, seed=self.cfg.run.seed * 7_000_003 + tests_done).run(
             self.cfg.train.test_episodes, explore=False)
         seconds = time.perf_counter() - start
         returns = np.array([r.score for r in results])
@@ -304,30 +284,29 @@ class PlanetRun:
             "test/return": float(returns.mean()), "test/return_std": float(returns.std()),
             "test/length": float(np.mean([r.length for r in results])),
             "test/seconds_per_action": seconds / max(sum(r.length for r in results) / len(env), 1),
-            "test/train_episodes": len(list_episodes(self.train_dir)),
+            "test/train_episodes": self.train_catalog.count(),
+            "replay/quarantined": self._quarantined(),
         }
         logger.scalars(updates, metrics)
-        frames = open_loop_video(model, self.test_dir, self.cfg, self.device)
-        if frames is not None:
+        episode = self.test_catalog.read(writer.written[-1])
+        if episode is not None:
+            frames = open_loop_video(model, episode, self.cfg, self.device)
             write_gif(frames, self.video_dir / f"openloop-{updates:07d}.gif", fps=10, scale=2)
             logger.image(updates, "openloop", tile(frames[:: max(len(frames) // 10, 1)], 10))
-        episode = read_episode(writer.written[0])
-        write_gif(episode["image"], self.video_dir / f"policy-{updates:07d}.gif", fps=20, scale=2)
+            write_gif(episode["image"], self.video_dir / f"policy-{updates:07d}.gif", fps=20, scale=2)
         record = {"updates": updates, "returns": returns.tolist(), "time": time.time(),
-                  "train_episodes": metrics["test/train_episodes"],
-                  "env_steps": count_steps(self.train_dir, self.action_repeat)}
+                  "train_episodes": metrics["test/train_episodes"], "env_steps": self._env_steps()}
+        self.fence()
         with open(self.run_dir / "tests.jsonl", "a") as handle:
             handle.write(json.dumps(record) + "\n")
+        for path in writer.written:
+            os.replace(path, self.test_dir / path.name)
         return metrics
 
 
-def open_loop_video(model: WorldModel, episode_dir: Path, cfg: config_lib.Config,
-                    device: torch.device, index: int = -1) -> np.ndarray | None:
-    """Truth / model / error frames of an open-loop prediction on one stored episode."""
-    paths = list_episodes(episode_dir)
-    if not paths:
-        return None
-    episode = read_episode(paths[index])
+def open_loop_video(model: WorldModel, episode: dict[str, np.ndarray], cfg: config_lib.Config,
+                    device: torch.device) -> np.ndarray:
+    """Truth / model / error frames of an open-loop prediction on one episode."""
     length = min(cfg.train.openloop_length, len(episode["reward"]))
     context = min(cfg.train.openloop_context, length - 1)
     image = torch.as_tensor(episode["image"][None, :length], device=device)
@@ -343,9 +322,9 @@ def open_loop_video(model: WorldModel, episode_dir: Path, cfg: config_lib.Config
 
 def load_trained(run_dir: Path, device_name: str = "auto") -> tuple[config_lib.Config, WorldModel, int]:
     """Config, world model with the latest checkpoint's weights, and its update count."""
-    cfg = config_lib.load(run_dir / "config.yaml")
+    cfg = config_lib.load(require_run_dir(Path(run_dir)) / "config.yaml")
     device = resolve_device(device_name)
-    checkpoint = load_checkpoint(run_dir / "checkpoints" / CHECKPOINT, device)
+    checkpoint = load_checkpoint(run_dir / "checkpoints" / CHECKPOINT, device, needs="updater")
     if checkpoint is None:
         raise FileNotFoundError(f"{run_dir} has no checkpoint yet ({run_dir / 'checkpoints' / CHECKPOINT})")
     model = build_world_model(cfg, int(checkpoint["action_size"]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, make_batch_env
 from planetrl.metrics import MetricsLogger
 from planetrl.training.driver import Driver
-from planetrl.training.planet import load_checkpoint, save_checkpoint
+from planetrl.training.rundir import load_checkpoint, save_checkpoint
 from planetrl.training.updater import resolve_device
 
 log = logging.getLogger(__name__)
@@ -55,7 +56,10 @@ class EvalMode:
 class PPORun:
     """One PPO run in one directory; `run()` starts or resumes it."""
 
-    def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True) -> None:
+    def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True,
+                 fence: Callable[[], None] = lambda: None) -> None:
+        """`fence()` raises when this worker no longer holds the run; it is called before every write."""
+        self.fence = fence
         self.run_dir = Path(run_dir)
         self.cfg = cfg
         self.progress = progress
@@ -69,12 +73,12 @@ class PPORun:
         repeat = action_repeat(cfg.env)
         agent = build_agent(cfg, env)
         updates = env_steps = 0
-        checkpoint = load_checkpoint(self.checkpoint_path, agent.device)
+        checkpoint = load_checkpoint(self.checkpoint_path, agent.device, needs="agent")
         if checkpoint is not None:
             agent.load_state_dict(checkpoint["agent"])
             updates, env_steps = int(checkpoint["updates"]), int(checkpoint["env_steps"])
             log.info("resumed %s at update %d (%d env steps)", self.run_dir, updates, env_steps)
-        logger = MetricsLogger(self.run_dir)
+        logger = MetricsLogger(self.run_dir, keep_through=env_steps if checkpoint is not None else -1)
         bar = tqdm(total=p.total_steps, initial=min(env_steps, p.total_steps), desc=self.run_dir.name,
                    unit="step", unit_scale=True, disable=not self.progress, dynamic_ncols=True)
         start = time.time()
@@ -87,6 +91,7 @@ class PPORun:
                 updates += 1
                 env_steps += steps
                 bar.update(steps)
+                self.fence()
                 logger.scalars(env_steps, {**{f"train/{k}": v for k, v in metrics.items()},
                                            "train/updates": updates, "train/wall_seconds": time.time() - start})
                 if updates % p.eval_every == 0 or env_steps >= p.total_steps:
@@ -97,6 +102,7 @@ class PPORun:
                     last = {"eval/return": float(returns.mean()), "eval/return_std": float(returns.std())}
                     logger.scalars(env_steps, {**last, "eval/wall_seconds": time.time() - start})
                     bar.set_postfix(eval_return=f"{returns.mean():.1f}")
+                self.fence()
                 save_checkpoint(self.checkpoint_path, {"agent": agent.state_dict(), "updates": updates,
                                                        "env_steps": env_steps, "config": config_lib.to_dict(cfg)})
         finally:
@@ -108,7 +114,7 @@ class PPORun:
 
 def load_trained_ppo(run_dir: Path, cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
     """A PPO agent with the latest checkpoint of a run, for an env batch of any size."""
-    checkpoint = load_checkpoint(Path(run_dir) / "checkpoints" / "latest.pt", torch.device("cpu"))
+    checkpoint = load_checkpoint(Path(run_dir) / "checkpoints" / "latest.pt", torch.device("cpu"), needs="agent")
     if checkpoint is None:
         raise FileNotFoundError(f"{run_dir} has no checkpoint yet")
     agent = build_agent(cfg, env)

@@ -155,7 +155,14 @@ def format_status(rows: list[dict[str, Any]]) -> str:
 
 
 def status_rows(logdir: Path, stale_seconds: float = 600.0) -> list[dict[str, Any]]:
-    return [describe_run(run_dir, stale_seconds) for run_dir in experiment_dirs(logdir)]
+    """One row per run; a run whose files cannot be read is one warning, not the end of the table."""
+    rows = []
+    for run_dir in experiment_dirs(logdir):
+        try:
+            rows.append(describe_run(run_dir, stale_seconds))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            log.warning("skipping %s: its files cannot be read (%s: %s)", run_dir, type(error).__name__, error)
+    return rows
 
 
 def sweep_units(tasks: list[str], seeds: int) -> list[Unit]:

@@ -1,0 +1,113 @@
+"""The run directory: config.yaml and run_info.json, atomic checkpoints, machine info; shared by every recipe.
+
+Layout: `config.yaml` (the resolved config, reloaded on resume), `run_info.json`
+(code version and machine), `checkpoints/latest.pt`, `metrics.jsonl`,
+`events/`, `videos/`, episode folders, and the claim files of experiment.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import planetrl
+from planetrl import config as config_lib
+from planetrl.atomic import write_atomic
+
+CHECKPOINT = "latest.pt"
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """torch.save, atomically (a crash or a full disk leaves the previous checkpoint and no temporary file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, lambda handle: torch.save(state, handle))
+
+
+class NotACheckpoint(ValueError):
+    """A file where a checkpoint should be that torch cannot load as tensors and plain data."""
+
+
+def load_checkpoint(path: Path, device: torch.device, needs: str | None = None) -> dict[str, Any] | None:
+    """Tensors and plain data only (weights_only=True): nothing in a run directory can run code.
+
+    A file that does not load, or lacks the `needs` entry (`updater` for PlaNet, `agent` for PPO),
+    raises NotACheckpoint naming the file.
+    """
+    if not path.exists():
+        return None
+    try:
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as error:
+        raise NotACheckpoint(f"{path} is not a planetrl checkpoint ({type(error).__name__}: "
+                             f"{str(error).splitlines()[0][:200] if str(error) else 'unreadable'})") from error
+    if not isinstance(state, dict) or (needs is not None and needs not in state):
+        kind = {"updater": "PlaNet", "agent": "PPO"}.get(needs or "", "planetrl")
+        other = " (it looks like a PPO run: use `planetrl ppo ...`)" if isinstance(state, dict) and "agent" in state \
+            else " (it looks like a PlaNet run: use `planetrl eval/visualize`)" if isinstance(state, dict) \
+            and "updater" in state else ""
+        raise NotACheckpoint(f"{path} is not a {kind} checkpoint{other}")
+    return state
+
+
+def require_run_dir(run_dir: Path) -> Path:
+    """Fail with one line unless `run_dir` is a run directory (it holds config.yaml)."""
+    if not run_dir.exists():
+        raise FileNotFoundError(f"no run directory at {run_dir}")
+    if not run_dir.is_dir():
+        raise NotADirectoryError(f"{run_dir} is a file, not a run directory")
+    if not (run_dir / "config.yaml").is_file():
+        runs = sorted(p.parent.name for p in run_dir.glob("*/config.yaml"))
+        hint = f"; it holds the runs {', '.join(runs)}: pass one of them, like {run_dir / runs[0]}" if runs else ""
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.yaml){hint}")
+    return run_dir
+
+
+def machine_info() -> dict[str, Any]:
+    """Package version, git commit when available, CPU/GPU and torch version."""
+    commit = None
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                                cwd=Path(planetrl.__file__).parent).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {
+        "planetrl": planetrl.__version__, "git_commit": commit, "torch": torch.__version__,
+        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+        "processor": platform.processor(), "host": platform.node(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
+
+
+def prepare_run_dir(run_dir: Path, cfg: config_lib.Config, explicit: dict[str, Any]) -> config_lib.Config:
+    """Write config.yaml for a new run; for an existing one, reload it and refuse conflicting flags.
+
+    `explicit` holds the keys the user set on this command line (preset or flags).
+    """
+    path = run_dir / "config.yaml"
+    if not path.exists():
+        run_dir.mkdir(parents=True, exist_ok=True)
+        config_lib.save(cfg, path)
+        write_atomic(run_dir / "run_info.json", json.dumps(machine_info(), indent=2) + "\n")
+        return cfg
+    saved = config_lib.load(path)
+    saved_flat = {f"{s}.{k}": v for s, values in config_lib.to_dict(saved).items() for k, v in values.items()}
+    wanted = config_lib.to_dict(config_lib.set_values(saved, explicit))
+    conflicts = [
+        f"{key}: saved {saved_flat[key]!r}, requested {wanted[key.split('.')[0]][key.split('.')[1]]!r}"
+        for key in explicit
+        if saved_flat[key] != wanted[key.split(".")[0]][key.split(".")[1]]
+    ]
+    if conflicts:
+        raise config_lib.ConfigError(
+            f"{run_dir} was started with a different config; the saved config wins. Conflicting: "
+            + "; ".join(conflicts) + ". Use a new --logdir to change them."
+        )
+    return saved
+
+

@@ -1,0 +1,264 @@
+"""Runs that outside events do not end: a paused worker taken over, a full disk, temporaries left by a kill,
+metrics after a resume, and one-line answers to command-line mistakes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from planetrl import config as C
+from planetrl.atomic import clean_temporaries, write_atomic
+from planetrl.cli import main
+from planetrl.metrics import MetricsLogger, read_metrics
+from planetrl.training.experiment import ClaimLost, try_claim
+from planetrl.training.planet import read_tests
+
+DEBUG = ["--preset", "debug", "--no-progress"]
+
+
+def _train_command(logdir, *extra):
+    return [sys.executable, "-m", "planetrl.cli", "train", "--logdir", str(logdir), *DEBUG, *extra]
+
+
+def test_a_lost_claim_refuses_to_write_and_leaves_the_new_owner_alone(tmp_path):
+    first = try_claim(tmp_path, stale_seconds=0.2, worker="a")
+    first._stop.set()  # the worker is paused: no heartbeat
+    time.sleep(0.5)
+    second = try_claim(tmp_path, stale_seconds=0.2, worker="b")
+    assert second is not None
+    with pytest.raises(ClaimLost, match="now held by worker b"):
+        first.check()
+    with pytest.raises(ClaimLost):
+        first.done()
+    first.abandon()
+    assert not (tmp_path / "DONE").exists()
+    assert json.loads((tmp_path / "PING").read_text())["worker"] == "b"
+    second.check()
+    second.done()
+    assert (tmp_path / "DONE").exists() and not (tmp_path / "PING").exists()
+
+
+def test_paused_worker_taken_over_then_resumed_stops_and_only_one_writer_finishes(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    stale = ["--set", "train.stale_seconds=1.5"]
+    paused = subprocess.Popen(_train_command(tmp_path, *stale), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, env=env)
+    run = tmp_path / "run-00"
+    for _ in range(600):  # wait until it holds the run and has begun writing
+        if (run / "PING").exists() and list((run / "train_episodes").glob("*.npz")):
+            break
+        time.sleep(0.05)
+    paused.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(2.5)  # past the stale limit
+        taker = subprocess.run(_train_command(tmp_path, *stale), capture_output=True, text=True, env=env,
+                               timeout=600)
+        assert taker.returncode == 0, taker.stderr
+    finally:
+        paused.send_signal(signal.SIGCONT)
+    out, err = paused.communicate(timeout=600)
+    assert paused.returncode != 0
+    assert "lost its claim" in err
+    assert "done" not in out.split("\n")[-2]
+    tests = read_tests(run)
+    assert [t["updates"] for t in tests] == [8, 12]  # each test phase exactly once
+    claims = [json.loads(line) for line in (run / "claims.jsonl").read_text().splitlines()]
+    assert [c["took_over"] for c in claims] == [False, True]
+    assert json.loads((run / "DONE").read_text())["worker"] == claims[1]["worker"]
+
+
+def _small_filesystem(tmp_path: Path) -> Path:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here ({result.stderr.strip() or 'mount failed'})")
+    return mount
+
+
+def test_a_full_disk_fails_the_write_and_leaves_no_temporary_file(tmp_path):
+    mount = _small_filesystem(tmp_path)
+    try:
+        write_atomic(mount / "small.txt", "fits")
+        with pytest.raises(OSError):
+            write_atomic(mount / "big.bin", b"\0" * 200_000)
+        with pytest.raises((OSError, RuntimeError)):  # torch wraps the OSError in a RuntimeError
+            write_atomic(mount / "ckpt.pt", lambda handle: torch.save({"x": torch.zeros(100_000)}, handle))
+        assert sorted(p.name for p in mount.iterdir()) == ["small.txt"]
+        assert (mount / "small.txt").read_text() == "fits"
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_run_on_a_full_disk_fails_in_one_line_and_leaves_no_temporary_file(tmp_path, capsys):
+    mount = _small_filesystem(tmp_path)
+    try:
+        code = main(["train", "--logdir", str(mount / "exp"), *DEBUG])
+        err = capsys.readouterr().err
+        assert code != 0
+        assert "No space left on device" in err
+        assert "Traceback" not in err
+        assert not [p for p in mount.rglob("*.tmp")]
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_temporaries_from_a_kill_are_removed_when_the_run_starts_again(tmp_path):
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=4",
+                 "--set", "train.test_every=4"]) == 0
+    run = tmp_path / "run-00"
+    orphans = [run / "checkpoints" / ".latest.pt.1234abcd.tmp", run / "train_episodes" / f".{uuid.uuid4().hex}.tmp",
+               run / ".config.yaml.deadbeef.tmp"]
+    for orphan in orphans:
+        orphan.write_bytes(b"half")
+    (run / "DONE").unlink()
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=4",
+                 "--set", "train.test_every=4"]) == 0
+    assert not any(o.exists() for o in orphans)
+    assert clean_temporaries(run) == []
+
+
+def test_metrics_after_a_resume_have_each_step_once_and_only_go_up(tmp_path):
+    logger = MetricsLogger(tmp_path, tensorboard=False)
+    for step in (10, 20, 30):
+        logger.scalars(step, {"train/loss": step})
+    with open(tmp_path / "metrics.jsonl", "a") as handle:
+        handle.write('{"step": 40, "train/lo')  # a torn line from a kill
+    resumed = MetricsLogger(tmp_path, tensorboard=False, keep_through=20)  # the checkpoint was at 20
+    for step in (30, 40):
+        resumed.scalars(step, {"train/loss": step})
+    steps = [r["step"] for r in read_metrics(tmp_path)]
+    assert steps == [10, 20, 30, 40]
+
+
+# ---------------------------------------------------------------- command-line mistakes
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """A trained PlaNet run, a trained PPO run, and a few broken directories."""
+    root = tmp_path_factory.mktemp("runs")
+    assert main(["train", "--logdir", str(root / "planet"), *DEBUG]) == 0
+    assert main(["ppo", "train", "--config", "debug", "--logdir", str(root / "ppo"), "--no-progress"]) == 0
+    (root / "empty").mkdir()
+    (root / "a-file").write_text("not a directory")
+    fresh = root / "fresh" / "run-00"
+    fresh.mkdir(parents=True)
+    C.save(C.build("debug"), fresh / "config.yaml")
+    crafted = root / "crafted" / "run-00"
+    (crafted / "checkpoints").mkdir(parents=True)
+    C.save(C.build("debug"), crafted / "config.yaml")
+    (crafted / "checkpoints" / "latest.pt").write_bytes(b"\x80\x04cos\nsystem\nq\x00.")
+    bad_yaml = root / "badyaml" / "run-00"
+    bad_yaml.mkdir(parents=True)
+    (bad_yaml / "config.yaml").write_text("env: [unclosed\n")
+    python_yaml = root / "pyyaml" / "run-00"
+    python_yaml.mkdir(parents=True)
+    (python_yaml / "config.yaml").write_text("!!python/object/apply:os.system ['echo hi']\n")
+    return root
+
+
+MISTAKES = {
+    "eval on a missing directory": (["eval", "--run", "{root}/nope"], "no run directory"),
+    "eval on an empty directory": (["eval", "--run", "{root}/empty"], "not a run directory"),
+    "eval on a logdir": (["eval", "--run", "{root}/planet"], "pass one of them"),
+    "eval on a run without checkpoint": (["eval", "--run", "{root}/fresh/run-00"], "no checkpoint"),
+    "eval on a PPO run": (["eval", "--run", "{root}/ppo/run-00"], "PPO run"),
+    "visualize on a missing directory": (["visualize", "--run", "{root}/nope", "--out", "{root}/v"],
+                                         "no run directory"),
+    "visualize on a PPO run": (["visualize", "--run", "{root}/ppo/run-00", "--out", "{root}/v"], "PPO run"),
+    "ppo visualize on a PlaNet run": (["ppo", "visualize", "--run", "{root}/planet/run-00", "--out", "{root}/v"],
+                                      "PlaNet run"),
+    "ppo visualize on a missing directory": (["ppo", "visualize", "--run", "{root}/nope", "--out", "{root}/v"],
+                                             "no run directory"),
+    "a crafted checkpoint": (["eval", "--run", "{root}/crafted/run-00"], "not a planetrl checkpoint"),
+    "a broken config.yaml": (["eval", "--run", "{root}/badyaml/run-00"], "not a planetrl config"),
+    "a config.yaml that tries to run code": (["eval", "--run", "{root}/pyyaml/run-00"], "not a planetrl config"),
+    "a logdir that is a file": (["train", "--logdir", "{root}/a-file", *DEBUG], "is a file"),
+    "a typo in the task": (["train", "--logdir", "{root}/typo", "--task", "cartpole-swingpu", *DEBUG],
+                           "unknown task"),
+    "report on a missing logdir": (["report", "--logdir", "{root}/nope", "--out", "{root}/r"], "no runs"),
+    "report on an empty logdir": (["report", "--logdir", "{root}/empty", "--out", "{root}/r"], "no runs"),
+    "an unknown config key": (["train", "--logdir", "{root}/x", *DEBUG, "--set", "model.belief=3"],
+                              "Unknown config key"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_command_line_mistake_is_one_line_naming_the_problem(runs, capsys, mistake):
+    argv, expected = MISTAKES[mistake]
+    code = main([a.format(root=runs) for a in argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0
+    assert len(err) == 1 and expected in err[0], err
+    assert "Traceback" not in err[0]
+
+
+def test_a_typo_in_the_task_creates_nothing(tmp_path):
+    assert main(["train", "--logdir", str(tmp_path / "exp"), "--task", "chetah-run", *DEBUG]) != 0
+    assert not (tmp_path / "exp").exists()
+
+
+def test_cuda_on_a_cpu_machine_creates_nothing(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    assert main(["train", "--logdir", str(tmp_path / "exp"), "--device", "cuda", *DEBUG]) != 0
+    assert "no CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "exp").exists()
+
+
+def test_a_failed_run_says_why_when_run_again_and_retries_only_when_asked(tmp_path, capsys):
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
+    run = tmp_path / "run-00"
+    (run / "DONE").unlink()
+    (run / "FAIL").write_text("Traceback (most recent call last):\n  ...\nFloatingPointError: loss is nan\n")
+    capsys.readouterr()
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 1
+    assert "failed earlier: FloatingPointError: loss is nan" in capsys.readouterr().err
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--retry-failed"]) == 0
+    assert (run / "DONE").exists() and not (run / "FAIL").exists()
+
+
+def test_verbose_works_anywhere_on_the_command_line(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        main(["eval", "--run", str(tmp_path / "nope"), "-v"])
+
+
+def test_one_bad_config_does_not_break_status_or_report_for_the_others(runs, tmp_path, capsys):
+    logdir = tmp_path / "sweep"
+    (logdir / "good").mkdir(parents=True)
+    os.symlink(runs / "planet" / "run-00", logdir / "good" / "run-00")
+    (logdir / "bad" / "run-00").mkdir(parents=True)
+    (logdir / "bad" / "run-00" / "config.yaml").write_text(yaml.safe_dump(["not", "a", "mapping"]))
+    assert main(["status", "--logdir", str(logdir)]) == 0
+    assert "mock" in capsys.readouterr().out
+    assert main(["report", "--logdir", str(logdir), "--out", str(tmp_path / "report")]) == 0
+
+
+def test_test_episodes_are_those_of_recorded_phases_and_leftovers_of_a_killed_phase_go(tmp_path):
+    from planetrl.data.episodes import list_episodes
+
+    cfg = C.build("debug")
+    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=8"]
+    assert main(argv) == 0
+    run = tmp_path / "run-00"
+    recorded = len(read_tests(run)) * cfg.train.test_episodes
+    assert len(list_episodes(run / "test_episodes")) == cfg.train.seed_episodes + recorded
+    # A phase killed before it was recorded left an episode in the staging folder; it is removed, never counted.
+    leftover = run / "test_episodes" / ".phase" / "20260101T000000-0123456789abcdef0123456789abcdef-12.npz"
+    leftover.write_bytes(b"half a phase")
+    (run / "DONE").unlink()
+    lines = (run / "tests.jsonl").read_text().splitlines()
+    (run / "tests.jsonl").write_text("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""))
+    assert main(argv) == 0
+    assert not leftover.exists()
+    assert len(list_episodes(run / "test_episodes")) == cfg.train.seed_episodes + recorded + cfg.train.test_episodes
