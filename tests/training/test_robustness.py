@@ -67,7 +67,7 @@ def test_paused_worker_taken_over_then_resumed_stops_and_only_one_writer_finishe
     out, err = paused.communicate(timeout=600)
     assert paused.returncode != 0
     assert "lost its claim" in err
-    assert "done" not in out.split("\n")[-2]
+    assert f"run {run} done" not in out  # the paused worker never declares the run done
     tests = read_tests(run)
     assert [t["updates"] for t in tests] == [8, 12]  # each test phase exactly once
     claims = [json.loads(line) for line in (run / "claims.jsonl").read_text().splitlines()]
@@ -75,10 +75,10 @@ def test_paused_worker_taken_over_then_resumed_stops_and_only_one_writer_finishe
     assert json.loads((run / "DONE").read_text())["worker"] == claims[1]["worker"]
 
 
-def _small_filesystem(tmp_path: Path) -> Path:
+def _small_filesystem(tmp_path: Path, options: str = "size=96k") -> Path:
     mount = tmp_path / "small"
     mount.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mount)],
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)],
                             capture_output=True, text=True)
     if result.returncode != 0:
         pytest.skip(f"cannot mount a small tmpfs here ({result.stderr.strip() or 'mount failed'})")
@@ -108,6 +108,16 @@ def test_a_run_on_a_full_disk_fails_in_one_line_and_leaves_no_temporary_file(tmp
         assert "No space left on device" in err
         assert "Traceback" not in err
         assert not [p for p in mount.rglob("*.tmp")]
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_logdir_on_a_read_only_filesystem_is_one_line(tmp_path, capsys):
+    mount = _small_filesystem(tmp_path, "ro,size=96k")
+    try:
+        assert main(["train", "--logdir", str(mount / "exp"), *DEBUG]) != 0
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "Read-only file system" in err[0], err
     finally:
         subprocess.run(["umount", str(mount)], check=False)
 
