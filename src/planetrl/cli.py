@@ -237,31 +237,49 @@ def cmd_ppo_train(args: argparse.Namespace) -> int:
                            retry_failed=args.retry_failed)
 
 
-def cmd_ppo_visualize(args: argparse.Namespace) -> int:
-    from planetrl.data.episodes import EpisodeWriter, read_episode
+def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | None) -> tuple[list[float], list[Path]]:
+    """Episodes of a trained PPO agent's mean action; with `outdir`, rendered and kept there."""
+    from planetrl.data.episodes import EpisodeWriter
     from planetrl.envs.make import make_batch_env
     from planetrl.training.driver import Driver
-    from planetrl.training.ppo import EvalMode, load_trained_ppo
-    from planetrl.viz import write_gif
-
-    run_dir, outdir = Path(args.run), Path(args.out)
+    from planetrl.training.ppo import load_trained_ppo
     from planetrl.training.rundir import require_run_dir
 
     cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml")
-    env_cfg = config_lib.set_values(cfg, {"env.pixels": True, "env.processes": 0}).env
-    env = make_batch_env(env_cfg, args.episodes, seed=cfg.run.seed + 17)
+    env_cfg = config_lib.set_values(cfg, {"env.pixels": pixels, "env.processes": 0}).env
+    env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed + 17)
+    callbacks: list[Any] = []
     try:
         agent = load_trained_ppo(run_dir, cfg, env)
-        discrete = getattr(env.action_space, "n", None)
-        writer = EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None)
-        with EvalMode(agent):
-            results = Driver(env, agent, [writer], seed=cfg.run.seed + 17).run(args.episodes, explore=False)
+        if outdir is not None:
+            discrete = getattr(env.action_space, "n", None)
+            callbacks.append(EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None))
+        results = Driver(env, agent, callbacks, seed=cfg.run.seed + 17).run(episodes, explore=False)
     finally:
         env.close()
-    for number, path in enumerate(writer.written):
+    return [r.score for r in results], (callbacks[0].written if callbacks else [])
+
+
+def cmd_ppo_eval(args: argparse.Namespace) -> int:
+    import json
+
+    returns, _ = _ppo_episodes(Path(args.run), args.episodes, pixels=False, outdir=None)
+    mean, std = float(np.mean(returns)), float(np.std(returns))
+    print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n")
+    return 0
+
+
+def cmd_ppo_visualize(args: argparse.Namespace) -> int:
+    from planetrl.data.episodes import read_episode
+    from planetrl.viz import write_gif
+
+    outdir = Path(args.out)
+    scores, written = _ppo_episodes(Path(args.run), args.episodes, pixels=True, outdir=outdir)
+    for number, path in enumerate(written):
         write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=30, scale=2)
-    print(f"wrote {len(writer.written)} videos to {outdir}/ (returns: "
-          + ", ".join(f"{r.score:.1f}" for r in results) + ")")
+    print(f"wrote {len(written)} videos to {outdir}/ (returns: " + ", ".join(f"{r:.1f}" for r in scores) + ")")
     return 0
 
 
@@ -476,8 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train batched PPO; running the same command again resumes.",
         epilog=_config_epilog() + "\nPPO configs: " + ", ".join(sorted(config_lib.PPO_CONFIGS)),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    ppo_train.add_argument("--config", required=True, help="PPO config: "
-                           + ", ".join(sorted(config_lib.PPO_CONFIGS)))
+    ppo_train.add_argument("--config", required=True, help="PPO config: " + ", ".join(
+        f"{name} ({block['env.task']})" for name, block in sorted(config_lib.PPO_CONFIGS.items())))
     ppo_train.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
     ppo_train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...)")
     ppo_train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
@@ -493,6 +511,12 @@ def build_parser() -> argparse.ArgumentParser:
     ppo_visualize.add_argument("--out", required=True, help="directory for the videos")
     ppo_visualize.add_argument("--episodes", type=int, default=2, help="episodes to render (default 2)")
     ppo_visualize.set_defaults(func=cmd_ppo_visualize)
+    ppo_eval = ppo_commands.add_parser("eval", help="mean and std of a trained PPO agent's return",
+                                       description="Run the latest checkpoint's mean action for N episodes.")
+    ppo_eval.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    ppo_eval.add_argument("--episodes", type=int, default=30, help="episodes (default 30, as batch-ppo)")
+    ppo_eval.add_argument("--json", help="also write the returns, mean and std to this JSON file")
+    ppo_eval.set_defaults(func=cmd_ppo_eval)
 
     sweep = commands.add_parser(
         "sweep", help="train every task x seed, locally or on a Ray cluster",

@@ -147,15 +147,20 @@ class TrainConfig:
 
 @dataclass(frozen=True)
 class PPOConfig:
-    """Batched PPO (REFERENCE.md's batch-ppo defaults)."""
+    """Batched PPO (batch-ppo's defaults and form; see agents/ppo.py)."""
 
     num_envs: int = option(30, "Environments stepped in parallel.", low=1)
     update_every: int = option(30, "Finished episodes between two updates.", low=1)
     epochs: int = option(25, "Passes over the batch per update.", low=1)
-    minibatches: int = option(1, "Gradient steps per pass; 1 = the whole batch at once (batch-ppo).", low=1)
+    chunk_length: int = option(0, "Split episodes into sequences of this many steps for the update; 0 = whole "
+                                  "episodes.", low=0)
+    batch_size: int = option(0, "Sequences per gradient step; 0 = all of them, one step per epoch.", low=0)
     lr: float = option(1e-4, "Adam learning rate.", low=0.0)
     discount: float = option(0.995, "Discount factor.", low=0.0, high=1.0)
-    gae_lambda: float = option(0.95, "GAE lambda.", low=0.0, high=1.0)
+    advantage: str = option("return", "return: discounted Monte-Carlo return minus value, no bootstrap "
+                                      "(batch-ppo); gae: GAE(gae_lambda) with bootstrap at time limits.",
+                            choices=("return", "gae"))
+    gae_lambda: float = option(0.95, "GAE lambda (with ppo.advantage=gae).", low=0.0, high=1.0)
     objective: str = option("kl_penalty", "Adaptive KL penalty, or the clipped objective.",
                             choices=("kl_penalty", "clip"))
     kl_target: float = option(0.01, "Target KL per update for the adaptive penalty.", low=0.0)
@@ -166,12 +171,14 @@ class PPOConfig:
     init_std: float = option(0.35, "Initial std of the Gaussian policy.", low=0.0)
     policy_layers: tuple[int, ...] = option((200, 100), "Hidden units of the policy MLP.")
     value_layers: tuple[int, ...] = option((200, 100), "Hidden units of the value MLP.")
+    activation: str = option("relu", "Hidden activation of both MLPs (batch-ppo: relu).", choices=("relu", "tanh"))
+    squash_mean: bool = option(True, "tanh on the policy mean (batch-ppo); false leaves it linear.")
     obs_clip: float = option(5.0, "Normalized observations are clipped to +-this.", low=0.0)
     reward_clip: float = option(10.0, "Normalized rewards are clipped to +-this.", low=0.0)
     normalize_rewards: bool = option(True, "Scale rewards by their running std.")
     total_steps: int = option(1_000_000, "Environment steps of the whole run.", low=1)
     eval_every: int = option(10, "Updates between two evaluation phases.", low=1)
-    eval_episodes: int = option(10, "Episodes per evaluation phase (mean action, no noise).", low=1)
+    eval_episodes: int = option(30, "Episodes per evaluation phase (mean action, no noise).", low=1)
 
 
 @dataclass(frozen=True)
@@ -246,20 +253,26 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 """Named override blocks, applied before `--set` overrides."""
 
-_PPO_STATE = {"env.pixels": False, "env.processes": 0, "run.device": "cpu"}
+_PPO_STATE = {"env.pixels": False, "env.processes": 0, "env.action_repeat": 1, "run.device": "cpu"}
 PPO_CONFIGS: dict[str, dict[str, Any]] = {
-    # batch-ppo takes one full-batch step per epoch; ten minibatch steps learn pendulum several times
-    # faster per environment step (BENCHMARKS.md), so the pendulum config uses them.
-    "pendulum": {**_PPO_STATE, "env.task": "gym:Pendulum-v1", "ppo.total_steps": 2_000_000, "ppo.minibatches": 10},
-    "cartpole": {**_PPO_STATE, "env.task": "gym:CartPole-v1", "ppo.total_steps": 300_000},
-    "reacher": {**_PPO_STATE, "env.task": "reacher-easy", "ppo.total_steps": 5_000_000, "ppo.discount": 0.985,
+    # batch-ppo's configs (agents/scripts/configs.py), on the current Gymnasium versions of its tasks.
+    "pendulum": {**_PPO_STATE, "env.task": "gym:Pendulum-v1", "ppo.total_steps": 1_000_000,
+                 "ppo.chunk_length": 50, "ppo.batch_size": 20},
+    "cartpole": {**_PPO_STATE, "env.task": "gym:CartPole-v1", "ppo.total_steps": 200_000},
+    "reacher": {**_PPO_STATE, "env.task": "gym:Reacher-v5", "ppo.total_steps": 5_000_000, "ppo.discount": 0.985,
                 "ppo.update_every": 60},
-    "cheetah": {**_PPO_STATE, "env.task": "cheetah-run", "ppo.total_steps": 10_000_000, "ppo.discount": 0.99},
-    "walker": {**_PPO_STATE, "env.task": "walker-walk", "ppo.total_steps": 10_000_000},
+    "cheetah": {**_PPO_STATE, "env.task": "gym:HalfCheetah-v5", "ppo.total_steps": 10_000_000,
+                "ppo.discount": 0.99},
+    "walker": {**_PPO_STATE, "env.task": "gym:Walker2d-v5", "ppo.total_steps": 10_000_000},
     "hopper": {**_PPO_STATE, "env.task": "gym:Hopper-v5", "ppo.total_steps": 10_000_000, "ppo.update_every": 60},
     "ant": {**_PPO_STATE, "env.task": "gym:Ant-v5", "ppo.total_steps": 20_000_000},
     "humanoid": {**_PPO_STATE, "env.task": "gym:Humanoid-v5", "ppo.total_steps": 50_000_000,
                  "ppo.update_every": 60},
+    # The variant this project ran before it followed batch-ppo (tanh MLPs, linear mean, GAE(0.95) with
+    # bootstrap, ten minibatch steps per epoch); BENCHMARKS.md compares the two on pendulum.
+    "pendulum-variant": {**_PPO_STATE, "env.task": "gym:Pendulum-v1", "ppo.total_steps": 1_000_000,
+                         "ppo.activation": "tanh", "ppo.squash_mean": False, "ppo.advantage": "gae",
+                         "ppo.chunk_length": 20, "ppo.batch_size": 30},
     "debug": {**_PPO_STATE, "env.task": "mock", "env.episode_steps": 10, "ppo.num_envs": 3,
               "ppo.update_every": 3, "ppo.epochs": 2, "ppo.total_steps": 150, "ppo.eval_every": 2,
               "ppo.eval_episodes": 2, "ppo.policy_layers": (16,), "ppo.value_layers": (16,)},
@@ -436,6 +449,8 @@ def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
 
 # Keys added after runs were already saved, with the value that reproduces those runs' behaviour.
 LEGACY_DEFAULTS = {"model.init": "torch"}
+# Keys that saved configs may hold but that no longer exist (ignored on load).
+RETIRED_KEYS = {"ppo.minibatches"}
 
 
 def from_dict(data: typing.Mapping[str, Any]) -> Config:
@@ -445,7 +460,8 @@ def from_dict(data: typing.Mapping[str, Any]) -> Config:
         if not isinstance(values, dict):
             raise ConfigError(f"Config section '{section}' must be a mapping, got {values!r}.")
         for key, value in values.items():
-            flat[f"{section}.{key}"] = value
+            if f"{section}.{key}" not in RETIRED_KEYS:
+                flat[f"{section}.{key}"] = value
     return set_values(Config(), flat)
 
 

@@ -1,90 +1,205 @@
+"""PPO in batch-ppo's form (agents/algorithms/ppo/ppo.py, scripts/networks.py, scripts/configs.py)."""
+
+import math
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
-from planetrl.agents.ppo import PPOAgent, PPOSettings, StreamingNormalizer, adapt_penalty, gae
+from planetrl import config as C
+from planetrl.agents.ppo import (
+    ActorCritic,
+    PPOAgent,
+    PPOSettings,
+    StreamingNormalizer,
+    adapt_penalty,
+    discounted_return,
+    gae,
+)
 from planetrl.cli import main
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.mock import MockEnv
+from planetrl.envs.registry import resolve
+from planetrl.envs.wrappers import DropImage
 from planetrl.metrics import read_metrics
 from planetrl.training.driver import Driver
 
+SMALL = {"policy_layers": (8,), "value_layers": (8,)}
 
-def test_gae_matches_a_hand_computation():
-    # Three steps, V = 1, 2, 3 and V(s_3) = 4; gamma 0.9, lambda 0.8; not terminal (a time-limit cut).
+
+def _state_env(count=3, steps=8, action_size=2):
+    return BatchEnv([DropImage(MockEnv(durations=(steps,), action_size=action_size)) for _ in range(count)])
+
+
+def test_networks_use_relu_and_squash_the_mean_with_tanh():
+    net = ActorCritic(3, gym.spaces.Box(-1, 1, (2,)), PPOSettings())
+    assert [type(m) for m in net.policy if not isinstance(m, nn.Linear)] == [nn.ReLU, nn.ReLU]
+    assert [m.out_features for m in net.value if isinstance(m, nn.Linear)] == [200, 100, 1]
+    with torch.no_grad():
+        net.policy[-1].weight.fill_(50.0)
+    params = net.params(torch.full((4, 3), 3.0))
+    assert params["mean"].abs().max() <= 1.0  # tanh, not a linear mean clipped later
+    assert torch.allclose(params["std"], torch.full((4, 2), 0.35))  # softplus(p) starts at init_std
+    variant = ActorCritic(3, gym.spaces.Box(-1, 1, (2,)), PPOSettings(activation="tanh", squash_mean=False))
+    assert isinstance(variant.policy[1], nn.Tanh)
+
+
+def test_advantage_is_the_discounted_return_minus_value_without_bootstrap():
     rewards = np.array([1.0, 0.0, 2.0])
-    values = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(discounted_return(rewards, 0.9), [1 + 0.81 * 2, 0.9 * 2, 2.0])
+    env = _state_env(count=2, steps=5)
+    agent = PPOAgent(2, env.action_space, 2, PPOSettings(discount=0.9, **SMALL))
+    Driver(env, agent).run(2)
+    episodes = agent.episodes
+    obs = [agent.obs_norm(torch.stack([x["obs"] for x in e])) for e in episodes]
+    rewards = [agent.reward_norm(torch.tensor([[x["reward"]] for x in e], dtype=torch.float64))[:, 0]
+               for e in episodes]
+    advantages, targets = agent._targets(episodes, rewards, obs)
+    for episode_rewards, observation, advantage, target in zip(rewards, obs, advantages, targets, strict=True):
+        expected = discounted_return(episode_rewards.numpy(), 0.9)  # the episode ends by time limit: no bootstrap
+        np.testing.assert_allclose(target.numpy(), expected, rtol=1e-5)
+        values = agent.net.value(observation)[:, 0].detach().numpy()
+        np.testing.assert_allclose(advantage.numpy(), expected - values, rtol=1e-4, atol=1e-5)
+
+
+def test_gae_option_matches_a_hand_computation():
+    rewards, values = np.array([1.0, 0.0, 2.0]), np.array([1.0, 2.0, 3.0])
     next_values = np.array([2.0, 3.0, 4.0])
-    d0 = 1 + 0.9 * 2 - 1  # 1.8
-    d1 = 0 + 0.9 * 3 - 2  # 0.7
-    d2 = 2 + 0.9 * 4 - 3  # 2.6
-    a2 = d2
-    a1 = d1 + 0.9 * 0.8 * a2
-    a0 = d0 + 0.9 * 0.8 * a1
+    d = [1 + 0.9 * 2 - 1, 0 + 0.9 * 3 - 2, 2 + 0.9 * 4 - 3]
+    a2 = d[2]
+    a1 = d[1] + 0.72 * a2
+    a0 = d[0] + 0.72 * a1
     advantages, targets = gae(rewards, values, next_values, np.zeros(3, bool), 0.9, 0.8)
     np.testing.assert_allclose(advantages, [a0, a1, a2])
     np.testing.assert_allclose(targets, [a0 + 1, a1 + 2, a2 + 3])
-    # A true terminal at the end does not bootstrap from V(s_3).
     advantages, _ = gae(rewards, values, next_values, np.array([False, False, True]), 0.9, 0.8)
     assert advantages[2] == pytest.approx(2 - 3)
 
 
-def test_gae_with_lambda_one_is_the_discounted_return_minus_value():
-    rng = np.random.default_rng(0)
-    rewards, values = rng.normal(size=6), rng.normal(size=6)
-    terminals = np.zeros(6, bool)
-    terminals[-1] = True
-    advantages, _ = gae(rewards, values, np.roll(values, -1), terminals, 0.95, 1.0)
-    returns = [sum(0.95**k * rewards[t + k] for k in range(6 - t)) for t in range(6)]
-    np.testing.assert_allclose(advantages, np.array(returns) - values)
+def test_kl_cutoff_applies_to_each_sequence_before_the_mean():
+    agent = PPOAgent(1, gym.spaces.Box(-1, 1, (1,)), 1, PPOSettings(policy_layers=(), value_layers=()))
+    agent.penalty = 0.0
+    obs = torch.zeros(2, 1, 1)
+    with torch.no_grad():
+        agent.net.policy[-1].weight.zero_()
+        agent.net.policy[-1].bias.zero_()
+    std = float(nn.functional.softplus(agent.net.std_param)[0])
+    # The current policy is N(0, std). Sequence 0's behaviour mean makes KL 0.03, sequence 1's KL 0.
+    kl0 = 0.03
+    mean0 = math.sqrt(2 * kl0) * std
+    batch = {"obs": obs, "action": torch.zeros(2, 1, 1), "advantage": torch.zeros(2, 1),
+             "target": torch.zeros(2, 1), "mask": torch.ones(2, 1, dtype=torch.bool),
+             "old_mean": torch.tensor([[[mean0]], [[0.0]]]), "old_std": torch.full((2, 1, 1), std)}
+    policy_loss, _ = agent._losses(batch)
+    cutoff = 2 * 0.01
+    per_sequence = [1000 * (kl0 - cutoff) ** 2, 0.0]
+    assert policy_loss.item() == pytest.approx(np.mean(per_sequence), rel=1e-4)
+    # The old form cut off the batch-mean KL (0.015 < 0.02): no cutoff at all.
+    assert np.mean([kl0, 0.0]) < cutoff
 
 
-def test_streaming_normalization_equals_batch_statistics():
+def test_penalty_grows_above_1_3_target_and_shrinks_below_0_7_target():
+    assert adapt_penalty(1.0, kl=0.014, target=0.01) == 1.5
+    assert adapt_penalty(1.0, kl=0.0069, target=0.01) == pytest.approx(1 / 1.5)
+    assert adapt_penalty(1.0, kl=0.0075, target=0.01) == 1.0  # below target / 1.3 = 0.0077, above 0.7 x target
+
+
+def test_streaming_normalizer_is_batch_ppos():
     rng = np.random.default_rng(1)
     data = rng.normal(3.0, 2.0, size=(1000, 4))
     norm = StreamingNormalizer(4, clip=0)
     for chunk in np.array_split(data, 17):
         norm.update(torch.as_tensor(chunk))
     np.testing.assert_allclose(norm.mean.numpy(), data.mean(0), rtol=1e-10)
-    np.testing.assert_allclose(norm.variance.numpy(), data.var(0), rtol=1e-10)
-    out = norm(torch.as_tensor(data)).numpy()
-    np.testing.assert_allclose(out.mean(0), 0, atol=1e-8)
-    np.testing.assert_allclose(out.std(0), 1, atol=1e-6)
-    clipped = StreamingNormalizer(4, clip=5.0)
-    clipped.update(torch.as_tensor(data))
-    assert clipped(torch.full((1, 4), 1e6)).max() == 5.0
+    np.testing.assert_allclose(norm.variance.numpy(), data.var(0, ddof=1), rtol=1e-10)  # unbiased
+    expected = (data - data.mean(0)) / (np.sqrt(data.var(0, ddof=1) + 1e-4) + 1e-8)
+    np.testing.assert_allclose(norm(torch.as_tensor(data)).numpy(), expected, rtol=1e-8)
+    one = StreamingNormalizer(1, center=False, clip=0)
+    one.update(torch.tensor([[5.0]]))
+    assert one(torch.tensor([[5.0]])).item() == 5.0  # one value seen: no scaling yet
 
 
-def test_kl_penalty_moves_in_the_right_direction():
-    assert adapt_penalty(1.0, kl=0.05, target=0.01) == 1.5
-    assert adapt_penalty(1.0, kl=0.001, target=0.01) == pytest.approx(1 / 1.5)
-    assert adapt_penalty(1.0, kl=0.01, target=0.01) == 1.0
+def test_statistics_update_at_every_step_and_behaviour_params_are_stored_at_acting_time():
+    env = _state_env(count=2, steps=6)
+    agent = PPOAgent(2, env.action_space, 2, PPOSettings(**SMALL))
+    Driver(env, agent).run(2)
+    assert int(agent.obs_norm.count) == 12 and int(agent.reward_norm.count) == 12
+    first = agent.episodes[0][0]
+    # The first step acted under empty statistics: its stored mean is the policy's mean of the raw state.
+    acted = agent.net.params(first["obs"][None])["mean"][0]
+    torch.testing.assert_close(first["params"]["mean"], acted.detach())
+    later = agent.net.params(agent.obs_norm(first["obs"][None]))["mean"][0]
+    assert not torch.allclose(first["params"]["mean"], later.detach())  # recomputing would differ
+
+
+def test_evaluation_buffers_nothing():
+    env = _state_env(count=2, steps=6)
+    agent = PPOAgent(2, env.action_space, 2, PPOSettings(**SMALL))
+    Driver(env, agent).run(2, explore=False)
+    assert agent.episodes == [] and int(agent.obs_norm.count) == 0
+
+
+def test_chunks_and_minibatches_give_batch_ppos_number_of_steps(monkeypatch):
+    env = _state_env(count=3, steps=10)
+    agent = PPOAgent(2, env.action_space, 3, PPOSettings(epochs=4, chunk_length=4, batch_size=2, **SMALL))
+    Driver(env, agent).run(3)
+    steps = []
+    original = agent.optimizer.step
+    monkeypatch.setattr(agent.optimizer, "step", lambda: (steps.append(1), original()))
+    agent.update()
+    chunks = 3 * 3  # 10 steps -> chunks of 4, 4, 2
+    assert len(steps) == 4 * chunks // 2
 
 
 def test_update_adapts_the_penalty_from_the_measured_kl():
-    env = BatchEnv([MockEnv(durations=(8,)) for _ in range(3)])
-    tiny = PPOSettings(epochs=1, lr=1e-7, policy_layers=(8,), value_layers=(8,))
+    env = _state_env(count=3, steps=8)
+    tiny = PPOSettings(epochs=1, lr=1e-7, **SMALL)
     agent = PPOAgent(2, env.action_space, 3, tiny)
+    for _ in range(30):  # settled statistics: the behaviour params were stored under nearly today's normalization
+        Driver(env, agent).run(3)
+        agent.episodes.clear()
     Driver(env, agent).run(3)
     metrics = agent.update()
-    assert metrics["kl"] < tiny.kl_target / 1.3 and agent.penalty < 1.0  # tiny steps: KL below target
-    bold = PPOSettings(epochs=25, lr=0.1, kl_init_penalty=0.001, kl_cutoff_coef=0.0, policy_layers=(8,),
-                       value_layers=(8,))
+    assert metrics["kl"] < 0.7 * tiny.kl_target and agent.penalty < 1.0
+    bold = PPOSettings(epochs=25, lr=0.1, kl_init_penalty=0.001, kl_cutoff_coef=0.0, **SMALL)
     agent = PPOAgent(2, env.action_space, 3, bold)
     Driver(env, agent).run(3)
     metrics = agent.update()
-    assert metrics["kl"] > bold.kl_target * 1.3 and agent.penalty == pytest.approx(0.0015)  # grown 1.5x
+    assert metrics["kl"] > 1.3 * bold.kl_target and agent.penalty == pytest.approx(0.0015)
 
 
 def test_discrete_policy_acts_and_learns():
-    env = BatchEnv([MockEnv(durations=(5,), discrete=3) for _ in range(2)])
-    agent = PPOAgent(2, gym.spaces.Discrete(3), 2, PPOSettings(epochs=2, policy_layers=(8,), value_layers=(8,)))
+    env = BatchEnv([DropImage(MockEnv(durations=(5,), discrete=3)) for _ in range(2)])
+    agent = PPOAgent(2, gym.spaces.Discrete(3), 2, PPOSettings(epochs=2, **SMALL))
     Driver(env, agent).run(2)
     assert agent.update()["steps"] == 10
 
 
-def test_ppo_cli_end_to_end_and_resume(tmp_path, capsys):
+def test_configs_have_batch_ppos_budgets_and_tasks():
+    configs = C.PPO_CONFIGS
+    assert configs["pendulum"]["ppo.total_steps"] == 1_000_000
+    assert (configs["pendulum"]["ppo.chunk_length"], configs["pendulum"]["ppo.batch_size"]) == (50, 20)
+    assert configs["cartpole"]["ppo.total_steps"] == 200_000
+    assert C.Config().ppo.eval_episodes == 30 and C.Config().ppo.advantage == "return"
+    mujoco = {"reacher": "Reacher", "cheetah": "HalfCheetah", "walker": "Walker2d", "hopper": "Hopper",
+              "ant": "Ant", "humanoid": "Humanoid"}
+    for name, env_id in mujoco.items():
+        block = configs[name]
+        assert block["env.task"] == f"gym:{env_id}-v5" and block["env.action_repeat"] == 1
+        assert resolve(block["env.task"]).family == "gym"
+    assert configs["reacher"]["ppo.discount"] == 0.985 and configs["cheetah"]["ppo.discount"] == 0.99
+    assert [configs[n]["ppo.update_every"] for n in ("reacher", "hopper", "humanoid")] == [60, 60, 60]
+
+
+def test_a_saved_config_with_the_retired_minibatches_key_still_loads():
+    data = C.to_dict(C.Config())
+    data["ppo"]["minibatches"] = 10
+    assert C.from_dict(data).ppo == C.Config().ppo
+
+
+def test_ppo_cli_end_to_end_resume_eval_and_visualize(tmp_path, capsys):
     assert main(["ppo", "train", "--config", "debug", "--logdir", str(tmp_path), "--no-progress"]) == 0
     run = tmp_path / "run-00"
     records = read_metrics(run)
@@ -94,17 +209,24 @@ def test_ppo_cli_end_to_end_and_resume(tmp_path, capsys):
     assert main(["ppo", "train", "--config", "debug", "--logdir", str(tmp_path), "--no-progress",
                  "--set", "ppo.total_steps=300"]) == 2  # the saved config wins
     assert "ppo.total_steps" in capsys.readouterr().err
+    assert main(["ppo", "eval", "--run", str(run), "--episodes", "4", "--json", str(tmp_path / "e.json")]) == 0
+    assert "over 4 episodes" in capsys.readouterr().out
     assert main(["ppo", "visualize", "--run", str(run), "--out", str(tmp_path / "viz"), "--episodes", "2"]) == 0
     assert (tmp_path / "viz" / "policy-01.gif").exists()
 
 
+def test_ppo_train_help_names_each_configs_task(capsys):
+    with pytest.raises(SystemExit):
+        main(["ppo", "train", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "cheetah (gym:HalfCheetah-v5)" in out and "pendulum (gym:Pendulum-v1)" in out
+
+
 def test_ppo_learns_a_task_whose_best_action_is_in_the_state():
     # MockEnv's state holds the target; reward -|a - target|. Random actions score about -14 over 20 steps.
-    from planetrl.envs.wrappers import DropImage
-
     env = BatchEnv([DropImage(MockEnv(durations=(20,), action_size=1)) for _ in range(8)])
-    agent = PPOAgent(2, env.action_space, 8, PPOSettings(minibatches=4, lr=1e-3, epochs=10, policy_layers=(32,),
-                                                         value_layers=(32,)))
+    agent = PPOAgent(2, env.action_space, 8, PPOSettings(chunk_length=5, batch_size=8, lr=1e-3, epochs=10,
+                                                         policy_layers=(32,), value_layers=(32,)))
     returns = []
     for update in range(30):
         Driver(env, agent, seed=update).run(8)

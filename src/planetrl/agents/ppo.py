@@ -1,12 +1,26 @@
-"""Batched PPO (the agents library's algorithm): adaptive KL penalty or clipping, GAE, normalization.
+"""Batched PPO in the form of batch-ppo (the TensorFlow agents library), with a few named options.
 
-The agent acts for a BatchEnv through the Agent protocol and buffers what it
-sees; `update()` learns from the finished episodes in the buffer.
+batch-ppo's form, the default:
+- policy and value MLPs with ReLU; the policy mean squashed with tanh; a state-independent std
+  `softplus(p)` starting at `init_std`; Glorot-uniform hidden layers, and a mean layer 10x smaller;
+- advantages: the discounted Monte-Carlo return of the normalized rewards minus the value, with no
+  bootstrap at the end of an episode; the value target is that return;
+- the update runs over sequences (whole episodes, or chunks of `chunk_length` steps) in minibatches
+  of `batch_size` sequences; each sequence's policy loss is its mean surrogate plus
+  `penalty * KL` plus the cutoff `coef * (KL - factor * target)^2` where its KL exceeds the cutoff,
+  then the mean over sequences (per-sequence means divide by the padded length, as batch-ppo does);
+- the penalty grows 1.5x when the update's KL exceeds 1.3 x target and shrinks 1.5x below 0.7 x target;
+- streaming normalizers (unbiased variance, std sqrt(var + 1e-4), then + 1e-8) updated at every step;
+- the behaviour policy's mean and std (or logits) are stored at acting time.
+
+Options: `advantage="gae"` (GAE(lambda) with bootstrap at time-limit ends), `activation="tanh"`,
+`squash_mean=False`, and `objective="clip"`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,18 +28,23 @@ import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
-from torch.distributions import Categorical, Normal
+from torch.distributions import Categorical, Distribution, Normal, kl_divergence
+from torch.nn import functional as F
+
+from planetrl.models.rssm import glorot_uniform
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOSettings:
-    """PPO hyperparameters (REFERENCE.md's batch-ppo defaults)."""
+    """PPO hyperparameters; the defaults are batch-ppo's."""
 
     discount: float = 0.995
-    gae_lambda: float = 0.95
+    advantage: str = "return"  # "return": Monte-Carlo return minus value (batch-ppo); or "gae"
+    gae_lambda: float = 0.95  # only with advantage="gae"
     lr: float = 1e-4
     epochs: int = 25
-    minibatches: int = 1  # gradient steps per epoch; 1 = the whole batch at once (batch-ppo)
+    chunk_length: int = 0  # 0 = whole episodes are the update's sequences
+    batch_size: int = 0  # sequences per gradient step; 0 = all of them (one step per epoch)
     objective: str = "kl_penalty"  # or "clip"
     kl_target: float = 0.01
     kl_cutoff_factor: float = 2.0
@@ -35,13 +54,24 @@ class PPOSettings:
     init_std: float = 0.35
     policy_layers: tuple[int, ...] = (200, 100)
     value_layers: tuple[int, ...] = (200, 100)
+    activation: str = "relu"
+    squash_mean: bool = True
     obs_clip: float = 5.0
     reward_clip: float = 10.0
     normalize_rewards: bool = True
 
+    def __post_init__(self) -> None:
+        for name, allowed in (("advantage", ("return", "gae")), ("objective", ("kl_penalty", "clip")),
+                              ("activation", ("relu", "tanh"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"PPO {name} {getattr(self, name)!r} is not one of {', '.join(allowed)}")
+
 
 class StreamingNormalizer(nn.Module):
-    """Running mean and variance (Chan et al.'s parallel update); normalizes and clips."""
+    """batch-ppo's StreamingNormalize: running mean and unbiased variance; normalizes and clips.
+
+    The scale is sqrt(var + 1e-4) + 1e-8 once two values were seen (1 before).
+    """
 
     def __init__(self, size: int, center: bool = True, scale: bool = True, clip: float = 5.0) -> None:
         super().__init__()
@@ -51,7 +81,7 @@ class StreamingNormalizer(nn.Module):
         self.register_buffer("m2", torch.zeros(size, dtype=torch.float64))
 
     def update(self, values: torch.Tensor) -> None:
-        """Fold a batch (N, size) into the running statistics."""
+        """Fold a batch (N, size) into the running statistics (Chan et al.'s parallel update)."""
         values = values.detach().to(torch.float64).reshape(-1, self.mean.shape[0])
         count = values.shape[0]
         if count == 0:
@@ -66,52 +96,84 @@ class StreamingNormalizer(nn.Module):
 
     @property
     def variance(self) -> torch.Tensor:
-        return self.m2 / self.count.clamp(min=1)
+        """The unbiased variance (divided by count - 1)."""
+        return self.m2 / (self.count - 1).clamp(min=1)
+
+    def std(self) -> torch.Tensor:
+        return torch.sqrt(self.variance + 1e-4)
 
     def forward(self, values: torch.Tensor) -> torch.Tensor:
         out = values.to(torch.float64)
         if self.center:
             out = out - self.mean
         if self.scale and self.count > 1:
-            out = out / (self.variance.sqrt() + 1e-8)
+            out = out / (self.std() + 1e-8)
         if self.clip:
             out = out.clamp(-self.clip, self.clip)
         return out.to(values.dtype)
 
 
-def mlp(in_size: int, out_size: int, layers: Sequence[int]) -> nn.Sequential:
+def mlp(in_size: int, out_size: int, layers: Sequence[int], activation: str) -> nn.Sequential:
+    """Dense layers with ReLU or tanh, Glorot-uniform weights and zero biases (TF's defaults)."""
+    act = {"relu": nn.ReLU, "tanh": nn.Tanh}[activation]
     modules: list[nn.Module] = []
     previous = in_size
     for units in layers:
-        modules += [nn.Linear(previous, units), nn.Tanh()]
+        modules += [nn.Linear(previous, units), act()]
         previous = units
     modules.append(nn.Linear(previous, out_size))
+    for module in modules:
+        if isinstance(module, nn.Linear):
+            glorot_uniform(module)
     return nn.Sequential(*modules)
 
 
 class ActorCritic(nn.Module):
-    """Gaussian policy (learned state-independent std) or categorical policy, and a value function."""
+    """Gaussian policy (tanh mean, state-independent softplus std) or categorical policy, and a value MLP."""
 
     def __init__(self, obs_size: int, action_space: gym.Space, settings: PPOSettings) -> None:
         super().__init__()
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        self.squash = settings.squash_mean and not self.discrete
         action_size = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
-        self.policy = mlp(obs_size, action_size, settings.policy_layers)
-        self.value = mlp(obs_size, 1, settings.value_layers)
-        with torch.no_grad():  # small initial outputs, as in batch-ppo
-            self.policy[-1].weight.mul_(0.1)
-            self.policy[-1].bias.zero_()
-        self.log_std = nn.Parameter(torch.full((action_size,), float(np.log(settings.init_std))))
+        self.policy = mlp(obs_size, action_size, settings.policy_layers, settings.activation)
+        self.value = mlp(obs_size, 1, settings.value_layers, settings.activation)
+        with torch.no_grad():  # batch-ppo: variance scaling with factor 0.1 (truncated normal, fan-in)
+            out = self.policy[-1]
+            std = math.sqrt(1.3 * 0.1 / out.in_features)
+            nn.init.trunc_normal_(out.weight, std=std, a=-2 * std, b=2 * std)
+        self.std_param = nn.Parameter(torch.full((action_size,), math.log(math.expm1(settings.init_std))))
 
-    def distribution(self, obs: torch.Tensor) -> torch.distributions.Distribution:
+    def params(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The policy's parameters: `logits`, or `mean` and `std`."""
         out = self.policy(obs)
         if self.discrete:
-            return Categorical(logits=out)
-        return Normal(out, self.log_std.exp().expand_as(out))
+            return {"logits": out}
+        mean = torch.tanh(out) if self.squash else out
+        return {"mean": mean, "std": F.softplus(self.std_param).expand_as(mean)}
 
-    def log_prob(self, dist: torch.distributions.Distribution, actions: torch.Tensor) -> torch.Tensor:
+    def distribution(self, params: dict[str, torch.Tensor]) -> Distribution:
+        if self.discrete:
+            return Categorical(logits=params["logits"])
+        return Normal(params["mean"], params["std"])
+
+    def log_prob(self, dist: Distribution, actions: torch.Tensor) -> torch.Tensor:
         logp = dist.log_prob(actions)
         return logp if self.discrete else logp.sum(-1)
+
+    def kl(self, old: Distribution, new: Distribution) -> torch.Tensor:
+        kl = kl_divergence(old, new)
+        return kl if self.discrete else kl.sum(-1)
+
+
+def discounted_return(rewards: np.ndarray, discount: float) -> np.ndarray:
+    """sum_k discount^k r_{t+k} to the end of the episode, with no bootstrap (batch-ppo)."""
+    returns = np.zeros(len(rewards), np.float64)
+    running = 0.0
+    for t in reversed(range(len(rewards))):
+        running = rewards[t] + discount * running
+        returns[t] = running
+    return returns
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, terminals: np.ndarray,
@@ -132,16 +194,32 @@ def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, termin
 
 
 def adapt_penalty(penalty: float, kl: float, target: float) -> float:
-    """batch-ppo's rule: grow the penalty 1.5x above 1.3 x target, shrink it below target / 1.3."""
+    """batch-ppo's rule: grow the penalty 1.5x above 1.3 x target, shrink it 1.5x below 0.7 x target."""
     if kl > 1.3 * target:
         return penalty * 1.5
-    if kl < target / 1.3:
+    if kl < 0.7 * target:
         return penalty / 1.5
     return penalty
 
 
+def pad(sequences: list[torch.Tensor], length: int) -> torch.Tensor:
+    """(N, length, ...) from N tensors of at most `length` steps, zero-padded."""
+    out = sequences[0].new_zeros((len(sequences), length, *sequences[0].shape[1:]))
+    for row, sequence in enumerate(sequences):
+        out[row, : len(sequence)] = sequence
+    return out
+
+
+def split(tensor: torch.Tensor, chunk: int) -> list[torch.Tensor]:
+    """One episode's (T, ...) tensor as chunks of `chunk` steps (the last one shorter); all of it for 0."""
+    return list(tensor.split(chunk)) if chunk else [tensor]
+
+
 class PPOAgent:
-    """Acts for a batch of envs (Agent protocol), buffers per-env trajectories, and learns in `update()`."""
+    """Acts for a batch of envs (Agent protocol), buffers per-env trajectories, and learns in `update()`.
+
+    Only exploring steps are buffered, so evaluation (`explore=False`) leaves the buffer alone.
+    """
 
     def __init__(self, obs_size: int, action_space: gym.Space, num_envs: int, settings: PPOSettings,
                  seed: int = 0, device: str | torch.device = "cpu") -> None:
@@ -156,7 +234,7 @@ class PPOAgent:
         self.action_space = action_space
         self.num_envs = num_envs
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
-        self._pending: dict[str, torch.Tensor] | None = None
+        self._pending: dict[str, Any] | None = None
         self._open: dict[int, list[dict[str, Any]]] = {i: [] for i in range(num_envs)}
         self.episodes: list[list[dict[str, Any]]] = []
 
@@ -173,29 +251,38 @@ class PPOAgent:
     @torch.no_grad()
     def act(self, obs: dict[str, np.ndarray], explore: bool = True) -> np.ndarray:
         raw = self._obs(obs)
-        dist = self.net.distribution(self.obs_norm(raw))
+        params = self.net.params(self.obs_norm(raw))
+        dist = self.net.distribution(params)
         if explore:
             if self.net.discrete:
                 actions = torch.multinomial(dist.probs, 1, generator=self.generator)[:, 0]
             else:
                 noise = torch.randn(dist.mean.shape, generator=self.generator, device=self.device)
                 actions = dist.mean + dist.stddev * noise
+            self._pending = {"obs": raw, "action": actions, "params": params}
         else:
             actions = dist.probs.argmax(-1) if self.net.discrete else dist.mean
-        self._pending = {"obs": raw, "action": actions, "logp": self.net.log_prob(dist, actions)}
+            self._pending = None
         out = actions.cpu().numpy()
         return out if self.net.discrete else np.clip(out, -1.0, 1.0).astype(np.float32)
 
     def observe(self, transition: dict[str, Any]) -> None:
-        """Buffer the step of every active env; an env's episode closes at its last step."""
+        """Buffer the exploring step of every active env; an env's episode closes at its last step."""
         if self._pending is None:
             return
+        pending, self._pending = self._pending, None
+        rewards = torch.as_tensor(np.asarray(transition["reward"], np.float64))
+        # As batch-ppo's experience(): the statistics take in every step, after the action was chosen.
+        self.obs_norm.update(pending["obs"][list(transition["indices"])])
+        if self.settings.normalize_rewards:
+            self.reward_norm.update(rewards[:, None].to(self.device))
         next_obs = torch.as_tensor(transition["obs"]["state"], dtype=torch.float32, device=self.device)
         for row, index in enumerate(transition["indices"]):
             self._open[index].append({
-                "obs": self._pending["obs"][index], "action": self._pending["action"][index],
-                "logp": self._pending["logp"][index], "reward": float(transition["reward"][row]),
-                "next_obs": next_obs[row], "terminal": bool(transition["terminated"][row]),
+                "obs": pending["obs"][index], "action": pending["action"][index],
+                "params": {k: v[index] for k, v in pending["params"].items()},
+                "reward": float(rewards[row]), "next_obs": next_obs[row],
+                "terminal": bool(transition["terminated"][row]),
             })
             if transition["terminated"][row] or transition["truncated"][row]:
                 self.episodes.append(self._open[index])
@@ -203,76 +290,103 @@ class PPOAgent:
 
     # ------------------------------------------------------------ learning
 
+    def _targets(self, episodes: list[list[dict[str, Any]]], rewards: list[torch.Tensor],
+                 obs: list[torch.Tensor]) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Per episode: (advantages before normalization, value targets)."""
+        s = self.settings
+        advantages, targets = [], []
+        with torch.no_grad():
+            for episode, reward, observation in zip(episodes, rewards, obs, strict=True):
+                values = self.net.value(observation)[:, 0].double().cpu().numpy()
+                reward = reward.double().cpu().numpy()
+                if s.advantage == "return":
+                    target = discounted_return(reward, s.discount)
+                    advantage = target - values
+                else:
+                    following = self.obs_norm(torch.stack([x["next_obs"] for x in episode]))
+                    next_values = self.net.value(following)[:, 0].double().cpu().numpy()
+                    terminals = np.array([x["terminal"] for x in episode])
+                    advantage, target = gae(reward, values, next_values, terminals, s.discount, s.gae_lambda)
+                advantages.append(torch.as_tensor(advantage, dtype=torch.float32, device=self.device))
+                targets.append(torch.as_tensor(target, dtype=torch.float32, device=self.device))
+        return advantages, targets
+
     def update(self) -> dict[str, float]:
         """One PPO update on the buffered finished episodes; clears the buffer."""
         if not self.episodes:
             raise RuntimeError("PPO update with no finished episode in the buffer")
         s = self.settings
-        steps = [step for episode in self.episodes for step in episode]
-        obs = torch.stack([x["obs"] for x in steps])
-        next_obs = torch.stack([x["next_obs"] for x in steps])
-        actions = torch.stack([x["action"] for x in steps])
-        old_logp = torch.stack([x["logp"] for x in steps])
-        rewards = torch.tensor([x["reward"] for x in steps], dtype=torch.float32, device=self.device)
-        self.obs_norm.update(obs)
+        episodes, self.episodes = self.episodes, []
+        obs = [self.obs_norm(torch.stack([x["obs"] for x in e])) for e in episodes]
+        actions = [torch.stack([x["action"] for x in e]) for e in episodes]
+        old = [{k: torch.stack([x["params"][k] for x in e]) for k in e[0]["params"]} for e in episodes]
+        rewards = [torch.tensor([x["reward"] for x in e], dtype=torch.float64, device=self.device)
+                   for e in episodes]
         if s.normalize_rewards:
-            self.reward_norm.update(rewards[:, None])
-            rewards = self.reward_norm(rewards[:, None])[:, 0]
-        with torch.no_grad():
-            normalized, next_normalized = self.obs_norm(obs), self.obs_norm(next_obs)
-            values = self.net.value(normalized)[:, 0].cpu().numpy()
-            next_values = self.net.value(next_normalized)[:, 0].cpu().numpy()
-            old_dist = self.net.distribution(normalized)
-            old_logp = self.net.log_prob(old_dist, actions)  # under the updated observation statistics
-        advantages, targets, start = [], [], 0
-        for episode in self.episodes:
-            end = start + len(episode)
-            a, r = gae(rewards[start:end].cpu().numpy(), values[start:end], next_values[start:end],
-                       np.array([x["terminal"] for x in episode]), s.discount, s.gae_lambda)
-            advantages.append(a)
-            targets.append(r)
-            start = end
-        adv = torch.as_tensor(np.concatenate(advantages), dtype=torch.float32, device=self.device)
-        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-        target = torch.as_tensor(np.concatenate(targets), dtype=torch.float32, device=self.device)
-        old_params = (old_dist.logits,) if self.net.discrete else (old_dist.mean, old_dist.stddev)
-        for _ in range(s.epochs):
-            order = torch.randperm(len(steps), generator=self.generator, device=self.device)
-            for part in order.chunk(max(s.minibatches, 1)):
-                old = Categorical(logits=old_params[0][part]) if self.net.discrete else \
-                    Normal(old_params[0][part], old_params[1][part])
-                policy_loss, value_loss = self._losses(normalized[part], actions[part], old_logp[part], old,
-                                                       adv[part], target[part])
-                self.optimizer.zero_grad(set_to_none=True)
-                (policy_loss + value_loss).backward()
-                self.optimizer.step()
-        with torch.no_grad():
-            dist = self.net.distribution(normalized)
-            kl_final = torch.distributions.kl_divergence(old_dist, dist)
-            kl_value = float(kl_final.mean() if self.net.discrete else kl_final.sum(-1).mean())
-        if s.objective != "clip":
-            self.penalty = adapt_penalty(self.penalty, kl_value, s.kl_target)
-        returns = [sum(x["reward"] for x in episode) for episode in self.episodes]
-        self.episodes = []
-        return {"kl": kl_value, "penalty": self.penalty, "policy_loss": policy_loss.item(),
-                "value_loss": value_loss.item(), "return": float(np.mean(returns)), "steps": len(steps)}
+            rewards = [self.reward_norm(r[:, None])[:, 0] for r in rewards]
+        advantages, targets = self._targets(episodes, rewards, obs)
+        flat = torch.cat(advantages)
+        advantages = [(a - flat.mean()) / (flat.std(unbiased=False) + 1e-8) for a in advantages]
 
-    def _losses(self, obs: torch.Tensor, actions: torch.Tensor, old_logp: torch.Tensor,
-                old_dist: torch.distributions.Distribution, adv: torch.Tensor, target: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy loss (KL-penalized or clipped surrogate) and value loss on one (mini)batch."""
+        def sequences(per_episode: list[Any], key: str | None = None) -> torch.Tensor:
+            parts = [p for e in per_episode for p in split(e if key is None else e[key], s.chunk_length)]
+            return pad(parts, s.chunk_length or max(len(e) for e in episodes))
+
+        batch = {"obs": sequences(obs), "action": sequences(actions), "advantage": sequences(advantages),
+                 "target": sequences(targets),
+                 "mask": sequences([torch.ones(len(e), device=self.device) for e in episodes]).bool()}
+        batch.update({f"old_{k}": sequences(old, k) for k in old[0]})
+        count = len(batch["obs"])
+        size = s.batch_size or count
+        stream = torch.cat([torch.randperm(count, generator=self.generator, device=self.device)
+                            for _ in range(s.epochs)])
+        for step in range(max(s.epochs * count // size, 1)):
+            part = stream[step * size:(step + 1) * size]
+            policy_loss, value_loss = self._losses({k: v[part] for k, v in batch.items()})
+            self.optimizer.zero_grad(set_to_none=True)
+            (policy_loss + value_loss).backward()
+            self.optimizer.step()
+        with torch.no_grad():
+            kl_change = self._kl(batch).mean().item()  # mean over every (sequence, padded step), as batch-ppo
+        if s.objective != "clip":
+            self.penalty = adapt_penalty(self.penalty, kl_change, s.kl_target)
+        returns = [sum(x["reward"] for x in episode) for episode in episodes]
+        return {"kl": kl_change, "penalty": self.penalty, "policy_loss": policy_loss.item(),
+                "value_loss": value_loss.item(), "return": float(np.mean(returns)),
+                "steps": sum(len(e) for e in episodes)}
+
+    def _old(self, batch: dict[str, torch.Tensor]) -> Distribution:
+        params = {k[4:]: v for k, v in batch.items() if k.startswith("old_")}
+        if "std" in params:  # padding steps hold std 0: give them a harmless 1 (they are masked)
+            params["std"] = torch.where(batch["mask"][..., None], params["std"], torch.ones_like(params["std"]))
+        return self.net.distribution(params)
+
+    def _kl(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """KL(behaviour || current) per (sequence, step), zero on padding."""
+        new = self.net.distribution(self.net.params(batch["obs"]))
+        return self.net.kl(self._old(batch), new) * batch["mask"]
+
+    def _losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy loss (per-sequence KL penalty and cutoff, or clipped) and value loss on (B, T) sequences."""
         s = self.settings
-        dist = self.net.distribution(obs)
+        mask = batch["mask"].float()
+        new = self.net.distribution(self.net.params(batch["obs"]))
+        old = self._old(batch)
+        log_ratio = self.net.log_prob(new, batch["action"]) - self.net.log_prob(old, batch["action"])
         # Bounded so that one sample deep in a tail cannot overflow exp() and wreck Adam's moments.
-        ratio = (self.net.log_prob(dist, actions) - old_logp).clamp(-10.0, 10.0).exp()
-        kl = torch.distributions.kl_divergence(old_dist, dist)
-        kl = kl.mean() if self.net.discrete else kl.sum(-1).mean()
+        ratio = log_ratio.clamp(-10.0, 10.0).exp()
+        advantage = batch["advantage"]
         if s.objective == "clip":
-            policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - s.clip, 1 + s.clip) * adv).mean()
+            surrogate = torch.min(ratio * advantage, ratio.clamp(1 - s.clip, 1 + s.clip) * advantage)
+            policy_loss = -(surrogate * mask).mean(1).mean()
         else:
+            kl = (self.net.kl(old, new) * mask).mean(1)  # per sequence
             cutoff = s.kl_cutoff_factor * s.kl_target
-            policy_loss = -(ratio * adv).mean() + self.penalty * kl + s.kl_cutoff_coef * torch.relu(kl - cutoff) ** 2
-        value_loss = 0.5 * ((self.net.value(obs)[:, 0] - target) ** 2).mean()
+            per_sequence = (-(ratio * advantage * mask).mean(1) + self.penalty * kl
+                            + s.kl_cutoff_coef * (kl > cutoff).float() * (kl - cutoff) ** 2)
+            policy_loss = per_sequence.mean()
+        value = self.net.value(batch["obs"])[..., 0]
+        value_loss = 0.5 * (((batch["target"] - value) ** 2) * mask).mean()
         return policy_loss, value_loss
 
     def state_dict(self) -> dict[str, Any]:

@@ -38,21 +38,6 @@ def build_agent(cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
                     device=resolve_device(cfg.run.device))
 
 
-class EvalMode:
-    """Within the block the agent acts deterministically and buffers nothing."""
-
-    def __init__(self, agent: PPOAgent) -> None:
-        self.agent = agent
-        self.observe = agent.observe
-
-    def __enter__(self) -> PPOAgent:
-        self.agent.observe = lambda transition: None  # type: ignore[method-assign]
-        return self.agent
-
-    def __exit__(self, *args: object) -> None:
-        self.agent.observe = self.observe  # type: ignore[method-assign]
-
-
 class PPORun:
     """One PPO run in one directory; `run()` starts or resumes it."""
 
@@ -95,9 +80,8 @@ class PPORun:
                 logger.scalars(env_steps, {**{f"train/{k}": v for k, v in metrics.items()},
                                            "train/updates": updates, "train/wall_seconds": time.time() - start})
                 if updates % p.eval_every == 0 or env_steps >= p.total_steps:
-                    with EvalMode(agent):
-                        evaluated = Driver(env, agent, seed=cfg.run.seed * 7_000_003 + updates).run(
-                            p.eval_episodes, explore=False)
+                    evaluated = Driver(env, agent, seed=cfg.run.seed * 7_000_003 + updates).run(
+                        p.eval_episodes, explore=False)  # the mean action; nothing is buffered
                     returns = np.array([r.score for r in evaluated])
                     last = {"eval/return": float(returns.mean()), "eval/return_std": float(returns.std())}
                     logger.scalars(env_steps, {**last, "eval/wall_seconds": time.time() - start})
