@@ -401,6 +401,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_results_export(args: argparse.Namespace) -> int:
+    from planetrl.training.results import export_record
+    from planetrl.training.rundir import require_run_dir
+
+    out = export_record(require_run_dir(Path(args.run)), Path(args.out))
+    print(f"wrote the record of {args.run} to {out}/")
+    return 0
+
+
+def cmd_results_table(args: argparse.Namespace) -> int:
+    from planetrl.training.results import write_results
+
+    written = write_results(Path(args.dir))
+    print(written[0].read_text())
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
 # ---------------------------------------------------------------- config
 
 
@@ -517,6 +535,19 @@ def build_parser() -> argparse.ArgumentParser:
     ppo_eval.add_argument("--episodes", type=int, default=30, help="episodes (default 30, as batch-ppo)")
     ppo_eval.add_argument("--json", help="also write the returns, mean and std to this JSON file")
     ppo_eval.set_defaults(func=cmd_ppo_eval)
+
+    results = commands.add_parser("results", help="published results: run records and their Table-1 README",
+                                  description="Compact run records under results/PRESET/TASK/seed-N/ (config.yaml, "
+                                              "run_info.json, metrics.jsonl, tests.jsonl, random.json) and "
+                                              "the README table and plots made from them.")
+    results_commands = results.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND")
+    export = results_commands.add_parser("export", help="copy a run's compact record (no checkpoints, no episodes)")
+    export.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    export.add_argument("--out", required=True, help="record directory, e.g. results/cpu/cheetah-run/seed-0")
+    export.set_defaults(func=cmd_results_export)
+    results_table = results_commands.add_parser("table", help="README.md and a PNG per task from the records")
+    results_table.add_argument("--dir", required=True, help="folder of TASK/seed-N records, e.g. results/cpu")
+    results_table.set_defaults(func=cmd_results_table)
 
     sweep = commands.add_parser(
         "sweep", help="train every task x seed, locally or on a Ray cluster",

@@ -1,0 +1,197 @@
+"""Published results from compact run records: `results/<preset>/<task>/seed-<n>/` and a Table-1 README.
+
+A record holds what backs a number and nothing heavy: config.yaml, run_info.json,
+metrics.jsonl, tests.jsonl, and random.json (the returns of the run's random
+seed episodes and when the run started). `export_record` makes one from a run
+directory; `write_results` turns a folder of records into README.md (tasks as
+columns, as in the paper's Table 1) and one PNG per task.
+
+Minutes: where `rates.json` (idle seconds per update and per decision for each
+task, from benchmarks/hour_budget.py) sits beside the records, a run's minutes
+are estimated from its updates and decisions at those idle rates, because runs
+that shared the machine ran slower than they would alone; otherwise they are
+its measured wall-clock. The README says which.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from planetrl.atomic import write_atomic
+from planetrl.data.episodes import list_episodes, read_episode
+from planetrl.metrics import read_json_lines
+
+RECORD_FILES = ("config.yaml", "run_info.json", "metrics.jsonl", "tests.jsonl")
+PAPER_TASKS = ("cartpole-swingup", "reacher-easy", "cheetah-run", "finger-spin", "cup-catch", "walker-walk")
+
+# CURL (Laskin et al. 2020), Table 1, "100K step scores"; PlaNet (Hafner et al. 2019), Table 1, 1000 episodes.
+PUBLISHED: dict[str, dict[str, float]] = {
+    "cartpole-swingup": {"planet_100k": 297, "dreamer_100k": 326, "planet_paper": 821},
+    "reacher-easy": {"planet_100k": 20, "dreamer_100k": 314, "planet_paper": 832},
+    "cheetah-run": {"planet_100k": 138, "dreamer_100k": 238, "planet_paper": 662},
+    "finger-spin": {"planet_100k": 136, "dreamer_100k": 341, "planet_paper": 700},
+    "cup-catch": {"planet_100k": 0, "dreamer_100k": 246, "planet_paper": 930},
+    "walker-walk": {"planet_100k": 224, "dreamer_100k": 277, "planet_paper": 951},
+}
+
+
+def export_record(run_dir: Path, out: Path) -> Path:
+    """Copy a run's compact record to `out` and add random.json (seed-episode returns, start time)."""
+    run_dir = Path(run_dir)
+    missing = [name for name in RECORD_FILES if not (run_dir / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{run_dir} lacks {', '.join(missing)}; is it a PlaNet run with a test phase?")
+    out.mkdir(parents=True, exist_ok=True)
+    for name in RECORD_FILES:
+        shutil.copyfile(run_dir / name, out / name)
+    seeded = json.loads((run_dir / "seed_episodes.json").read_text())["train"]
+    returns = [float(read_episode(p)["reward"].sum()) for p in list_episodes(run_dir / "train_episodes")[:seeded]]
+    claims = read_json_lines(run_dir / "claims.jsonl")
+    write_atomic(out / "random.json", json.dumps({"returns": returns, "start_time": claims[0]["time"],
+                                                  "claims": claims}, indent=1) + "\n")
+    return out
+
+
+def _load_record(path: Path) -> dict[str, Any]:
+    config = yaml.safe_load((path / "config.yaml").read_text())
+    random = json.loads((path / "random.json").read_text())
+    metrics = read_json_lines(path / "metrics.jsonl")
+    decisions_at: list[tuple[int, float]] = []  # (update, train decisions so far)
+    decisions = 0.0
+    for record in metrics:
+        if "train/length" in record:
+            decisions += record["train/length"]
+            decisions_at.append((record["step"], decisions))
+    return {"path": path, "task": config["env"]["task"], "seed": config["run"]["seed"], "config": config,
+            "random": random, "tests": read_json_lines(path / "tests.jsonl"), "metrics": metrics,
+            "decisions_at": decisions_at}
+
+
+def _minutes(record: dict[str, Any], test: dict[str, Any], index: int,
+             rates: dict[str, dict[str, float]]) -> float:
+    """Minutes to reach a test phase: at idle rates when known, else the measured wall-clock."""
+    rate = rates.get(record["task"])
+    if rate is None:
+        return (test["time"] - record["random"]["start_time"]) / 60
+    train_decisions = max((d for u, d in record["decisions_at"] if u <= test["updates"]), default=0.0)
+    seconds = (rate["seed_s"] + test["updates"] * rate["update_s"] + train_decisions * rate["decision_s"]
+               + (index + 1) * rate["test_phase_s"])
+    return seconds / 60
+
+
+def _at(record: dict[str, Any], minutes: float | None, rates: dict[str, dict[str, float]]) -> dict[str, Any] | None:
+    """The last test phase within `minutes` (the last one of all for None), with its minutes."""
+    chosen = None
+    for index, test in enumerate(record["tests"]):
+        spent = _minutes(record, test, index, rates)
+        if minutes is None or spent <= minutes:
+            chosen = {**test, "minutes": spent, "mean": float(np.mean(test["returns"]))}
+    return chosen
+
+
+def _cell(point: dict[str, Any] | None) -> str:
+    if point is None:
+        return "-"
+    return (f"{point['mean']:.0f} ({point['updates']} upd, {point['train_episodes']} ep, "
+            f"{point['env_steps'] / 1000:.0f}k steps, {point['minutes']:.0f} min)")
+
+
+def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> str:
+    """Markdown: tasks as columns; one line per quantity."""
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_task.setdefault(record["task"], []).append(record)
+    tasks = [t for t in PAPER_TASKS if t in by_task] + sorted(t for t in by_task if t not in PAPER_TASKS)
+    rows: list[tuple[str, list[str]]] = []
+
+    def per_task(label: str, value: Any) -> None:
+        rows.append((label, [value(t) for t in tasks]))
+
+    def seeds(task: str) -> list[dict[str, Any]]:
+        return sorted(by_task[task], key=lambda r: r["seed"])
+
+    def joined(task: str, make: Any) -> str:
+        return "; ".join(make(r) for r in seeds(task))
+
+    per_task("seeds", lambda t: ", ".join(str(r["seed"]) for r in seeds(t)))
+    per_task("random policy (seed episodes)", lambda t: joined(
+        t, lambda r: f"{np.mean(r['random']['returns']):.0f} +- {np.std(r['random']['returns']):.0f}"))
+    per_task("test return at 30 min", lambda t: joined(t, lambda r: _cell(_at(r, 30, rates))))
+    per_task("test return at 60 min", lambda t: joined(t, lambda r: _cell(_at(r, 60, rates))))
+    per_task("test return at the end", lambda t: joined(t, lambda r: _cell(_at(r, None, rates))))
+    per_task("mean of the last 3 test phases", lambda t: joined(
+        t, lambda r: f"{np.mean([np.mean(x['returns']) for x in r['tests'][-3:]]):.0f}"
+        f" ({sum(len(x['returns']) for x in r['tests'][-3:])} episodes)"))
+    per_task("PlaNet at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_100k", "-")))
+    per_task("Dreamer at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("dreamer_100k", "-")))
+    per_task("PlaNet paper, 1000 episodes (Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_paper", "-")))
+    lines = ["| | " + " | ".join(tasks) + " |", "|---|" + "---|" * len(tasks)]
+    lines += [f"| {label} | " + " | ".join(values) + " |" for label, values in rows]
+    return "\n".join(lines) + "\n"
+
+
+def plot(task: str, records: list[dict[str, Any]], path: Path) -> Path:
+    """Every test episode's return per phase against environment steps, their mean, and reference lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.8), dpi=100)
+    for number, record in enumerate(sorted(records, key=lambda r: r["seed"])):
+        color = f"C{number}"
+        steps = [t["env_steps"] / 1000 for t in record["tests"]]
+        for step, test in zip(steps, record["tests"], strict=True):
+            axis.scatter([step] * len(test["returns"]), test["returns"], color=color, s=10, alpha=0.5)
+        axis.plot(steps, [np.mean(t["returns"]) for t in record["tests"]], color=color, marker="o",
+                  label=f"planetrl seed {record['seed']} (phase mean; dots: episodes)")
+    random = [r for rec in records for r in rec["random"]["returns"]]
+    axis.axhline(float(np.mean(random)), color="gray", linestyle=":", label="random policy")
+    published = PUBLISHED.get(task, {})
+    if "planet_100k" in published:
+        axis.axhline(published["planet_100k"], color="black", linestyle="--", label="PlaNet at 100k (CURL)")
+        axis.axhline(published["dreamer_100k"], color="black", linestyle="-.", label="Dreamer at 100k (CURL)")
+    axis.set_title(task)
+    axis.set_xlabel("environment steps (thousands)")
+    axis.set_ylabel("test return")
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7, loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, format="png")
+    plt.close(figure)
+    return path
+
+
+def write_results(directory: Path) -> list[Path]:
+    """README.md and `<task>.png` from every record below `directory`."""
+    directory = Path(directory)
+    paths = sorted(p.parent for p in directory.glob("*/seed-*/tests.jsonl"))
+    if not paths:
+        raise FileNotFoundError(f"no records (TASK/seed-N/tests.jsonl) under {directory}")
+    records = [_load_record(p) for p in paths]
+    rates_path = directory / "rates.json"
+    rates = json.loads(rates_path.read_text()) if rates_path.exists() else {}
+    minutes = ("Minutes are estimated from each run's updates and decisions at the idle rates in rates.json "
+               "(the runs shared the machine)." if rates else "Minutes are measured wall-clock.")
+    written = []
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        by_task.setdefault(record["task"], []).append(record)
+    for task, task_records in by_task.items():
+        written.append(plot(task, task_records, directory / f"{task}.png"))
+    preset = directory.name
+    text = (f"# planetrl, `{preset}` preset: test returns on the paper's tasks\n\n"
+            f"Each cell: mean test return of one phase (updates, training episodes, environment steps = "
+            f"decisions x action repeat, minutes). {minutes} Regenerate with "
+            f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates) + "\n"
+            + "".join(f"![{task}]({task}.png)\n" for task in by_task))
+    write_atomic(directory / "README.md", text)
+    written.insert(0, directory / "README.md")
+    return written
+

@@ -1,0 +1,53 @@
+"""Run records and the Table-1 README built from them."""
+
+import json
+
+import pytest
+
+from planetrl.cli import main
+from planetrl.training.results import PUBLISHED, RECORD_FILES
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    assert main(["train", "--logdir", str(root / "runs"), "--preset", "debug", "--no-progress"]) == 0
+    out = root / "cpu" / "mock" / "seed-0"
+    assert main(["results", "export", "--run", str(root / "runs" / "run-00"), "--out", str(out)]) == 0
+    return root / "cpu", out
+
+
+def test_export_writes_the_compact_record_and_nothing_heavy(record):
+    _, out = record
+    assert sorted(p.name for p in out.iterdir()) == sorted([*RECORD_FILES, "random.json"])
+    random = json.loads((out / "random.json").read_text())
+    assert len(random["returns"]) == 2 and random["start_time"] > 0  # the debug preset's 2 seed episodes
+
+
+def test_table_has_the_tasks_as_columns_and_each_phase_with_its_counts(record, capsys):
+    directory, _ = record
+    assert main(["results", "table", "--dir", str(directory)]) == 0
+    text = (directory / "README.md").read_text()
+    assert "| | mock |" in text
+    assert "test return at the end" in text and "(12 upd, 5 ep," in text
+    assert "Minutes are measured wall-clock." in text
+    assert (directory / "mock.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_idle_rates_turn_counts_into_minutes(record):
+    directory, _ = record
+    (directory / "rates.json").write_text(json.dumps({"mock": {"seed_s": 60, "update_s": 10, "decision_s": 5,
+                                                               "test_phase_s": 30}}))
+    try:
+        main(["results", "table", "--dir", str(directory)])
+        text = (directory / "README.md").read_text()
+        # 12 updates x 10 s + 3 collected episodes x 12 decisions x 5 s + 2 test phases x 30 s + 60 s = 7 min
+        assert "(12 upd, 5 ep, 0k steps, 7 min)" in text
+    finally:
+        (directory / "rates.json").unlink()
+
+
+def test_published_figures_cover_the_six_paper_tasks():
+    assert set(PUBLISHED) == {"cartpole-swingup", "reacher-easy", "cheetah-run", "finger-spin", "cup-catch",
+                              "walker-walk"}
+    assert PUBLISHED["cheetah-run"]["planet_100k"] == 138 and PUBLISHED["walker-walk"]["planet_paper"] == 951
