@@ -540,7 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   description="Compact run records under results/PRESET/TASK/seed-N/ (config.yaml, "
                                               "run_info.json, metrics.jsonl, tests.jsonl, random.json) and "
                                               "the README table and plots made from them.")
-    results_commands = results.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND")
+    results_commands = results.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND",
+                                              help="export or table")
     export = results_commands.add_parser("export", help="copy a run's compact record (no checkpoints, no episodes)")
     export.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
     export.add_argument("--out", required=True, help="record directory, e.g. results/cpu/cheetah-run/seed-0")
