@@ -85,6 +85,8 @@ class ModelConfig:
     reward_layers: int = option(2, "Hidden layers of the reward head (paper: 2; the public code: 3).", low=1)
     reward_units: int = option(200, "Units per hidden layer of the reward head (paper: 200; the public code: 300).",
                                low=1)
+    continuation: bool = option(False, "Learn p(episode continues) from is_terminal and plan with it (not in "
+                                       "PlaNet; on in the driving presets, where crashes end episodes).")
     init: str = option("tf", "Weight initialization: tf (the original code: Glorot-uniform, zero bias, TF's GRU "
                              "block cell) or torch (PyTorch defaults and nn.GRUCell).", choices=("tf", "torch"))
 
@@ -98,6 +100,7 @@ class LossConfig:
     kl_scale: float = option(1.0, "Scale of the KL term.", low=0.0)
     reward_scale: float = option(10.0, "Scale of the reward log-likelihood term.", low=0.0)
     overshooting: int = option(0, "Latent overshooting distance D; 0 or 1 = off.", low=0)
+    continuation_scale: float = option(1.0, "Scale of the continuation head's log-likelihood term.", low=0.0)
     overshooting_scale: float = option(1.0, "Weight of the mean overshooting KL over distances 2..D, added to "
                                             "the one-step KL at full weight (as in the original code).", low=0.0)
 
@@ -128,6 +131,7 @@ class PlannerConfig:
     exploration_noise: float = option(0.3, "Std of Normal action noise while collecting (probability for discrete).",
                                       low=0.0)
     precision: str = option("fp32", "Precision of the planning rollouts.", choices=("fp32", "bf16"))
+    discount: float = option(1.0, "Discount of imagined rewards (1 = PlaNet's plain sum).", low=0.0, high=1.0)
 
 
 @dataclass(frozen=True)
@@ -209,7 +213,7 @@ PAPER = {
     "data.batch_size": 50, "data.chunk_length": 50, "data.image_bits": 5,
     "model.variant": "rssm", "model.belief_size": 200, "model.state_size": 30, "model.hidden_size": 200,
     "model.min_std": 0.1, "model.depth": 32, "model.reward_layers": 2, "model.reward_units": 200,
-    "model.init": "tf",
+    "model.init": "tf", "model.continuation": False, "planner.discount": 1.0,
     "loss.free_nats": 3.0, "loss.kl_scale": 1.0, "loss.reward_scale": 10.0, "loss.overshooting": 0,
     "optim.lr": 1e-3, "optim.eps": 1e-4, "optim.grad_clip": 1000.0, "optim.precision": "fp32",
     "planner.horizon": 12, "planner.iterations": 10, "planner.candidates": 1000, "planner.elites": 100,
@@ -232,10 +236,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "carla128": {
         "env.task": "highway", "env.image_size": 128, "data.batch_size": 40, "data.chunk_length": 50,
-        "data.max_episodes": 100,
+        "data.max_episodes": 100, "model.continuation": True,
     },
     "cpu128": {
-        "env.task": "highway", "env.image_size": 128, "env.processes": 1, "data.batch_size": 8,
+        "env.task": "highway", "env.image_size": 128, "env.processes": 1, "model.continuation": True,
+        "data.batch_size": 8,
         "data.chunk_length": 24, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "bf16",
         "planner.precision": "bf16", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
         "train.collect_every": 50, "train.total_updates": 6000, "train.test_every": 500,

@@ -23,6 +23,7 @@ class LossWeights:
     reward_scale: float = 10.0
     overshooting: int = 0  # 0 or 1 = the ordinary KL only; D > 1 adds the KLs of distances 2..D
     overshooting_scale: float = 1.0  # weight of the mean over distances 2..D; the one-step KL keeps weight 1
+    continuation_scale: float = 1.0  # weight of the continuation head's Bernoulli log-likelihood, when it exists
 
 
 def mean_gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
@@ -90,6 +91,16 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum().clamp(min=1)
 
 
+def continuation_loss(logits: torch.Tensor, is_last: torch.Tensor, is_terminal: torch.Tensor) -> torch.Tensor:
+    """Bernoulli NLL of "the episode continues" (1 - is_terminal) per step, averaged.
+
+    A time-limit end (is_last without is_terminal) says nothing about the state: it is left out.
+    """
+    target = (~is_terminal.bool()).float()
+    nll = F.binary_cross_entropy_with_logits(logits.float(), target, reduction="none")
+    return masked_mean(nll, ~(is_last.bool() & ~is_terminal.bool()))
+
+
 def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
                      weights: LossWeights) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Total loss and its named terms for a batch of (B, T) sequences."""
@@ -100,6 +111,10 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
     reward_nll = mean_gaussian_nll(batch["reward"], model.reward(features), dims=0)
     metrics = {"image_nll": image_nll.detach(), "reward_nll": reward_nll.detach()}
     loss = image_nll + weights.reward_scale * reward_nll
+    if model.continue_head is not None:
+        continuation_nll = continuation_loss(model.continue_logits(features), batch["is_last"], batch["is_terminal"])
+        metrics["continuation_nll"] = continuation_nll.detach()
+        loss = loss + weights.continuation_scale * continuation_nll
     if model.dynamics.state_size:
         kl = gaussian_kl(posterior, prior)
         kl_term = free_nats(kl, weights.free_nats)

@@ -26,3 +26,42 @@ def test_highway_passes_the_gymnasium_checker():
         check_env(env, skip_render_check=True)
     finally:
         env.close()
+
+
+def _run_until_end(env, action):
+    env.reset(seed=0)
+    steps = 0
+    while True:
+        _, _, terminated, truncated, info = env.step(action if isinstance(action, int) else
+                                                     np.asarray(action, np.float32))
+        steps += 1
+        if terminated or truncated:
+            return terminated, truncated, steps, info
+
+
+def test_highway_collision_is_terminal_and_the_time_limit_is_not():
+    env = make_env(EnvConfig(task="highway", image_size=64, episode_steps=6), seed=0)
+    try:
+        terminated, truncated, steps, _ = _run_until_end(env, [0.0, 0.0])  # cruise: the 6-step limit ends it
+        assert truncated and not terminated and steps == 6
+    finally:
+        env.close()
+    env = make_env(EnvConfig(task="highway", image_size=64), seed=0)
+    try:
+        terminated, truncated, _, _ = _run_until_end(env, [1.0, 1.0])  # full throttle, steering off the road
+        assert terminated and not truncated
+        crashed = env.unwrapped.vehicle.crashed or not env.unwrapped.vehicle.on_road
+        assert crashed
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("task, action, ends", [("gym:CartPole-v1", 1, "terminated"),
+                                                 ("gym:Pendulum-v1", [0.0], "truncated")])
+def test_gymnasium_terminated_and_truncated_are_kept_apart(task, action, ends):
+    env = make_env(EnvConfig(task=task, image_size=32, pixels=False), seed=0)
+    try:
+        terminated, truncated, _, _ = _run_until_end(env, action)
+        assert (terminated, truncated) == ((True, False) if ends == "terminated" else (False, True))
+    finally:
+        env.close()

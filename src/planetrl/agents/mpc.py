@@ -15,6 +15,16 @@ from planetrl.models.world_model import WorldModel, autocast
 from planetrl.planning.cem import CEMSettings, plan, shift_plan
 
 
+class _Discounted:
+    """The planner's view of the world model: expected rewards under its continuation, discounted."""
+
+    def __init__(self, model: WorldModel, discount: float) -> None:
+        self.model, self.discount = model, discount
+
+    def imagine(self, state: State, actions: torch.Tensor) -> torch.Tensor:
+        return self.model.imagine(state, actions, self.discount)
+
+
 class MPCAgent:
     """Keeps one belief per env, updated with each observation and the previous action.
 
@@ -24,8 +34,9 @@ class MPCAgent:
 
     def __init__(self, model: WorldModel, action_space: gym.Space, num_envs: int, settings: CEMSettings,
                  bits: int = 5, noise: float = 0.3, warm_start: bool = False, seed: int = 0,
-                 precision: str = "fp32") -> None:
+                 precision: str = "fp32", discount: float = 1.0) -> None:
         self.model = model
+        self.objective = _Discounted(model, discount)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.action_size = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
         if settings.discrete != self.discrete:
@@ -67,7 +78,7 @@ class MPCAgent:
         self.model.eval()
         self.state = self.model.filter_step(self.state, self.prev_action, image)
         with autocast(self.device, self.precision):
-            result = plan(self.model, self.state, self.action_size, self.settings, self.generators,
+            result = plan(self.objective, self.state, self.action_size, self.settings, self.generators,
                           self.plan_mean if self.warm_start else None, self.plan_std if self.warm_start else None)
         self.last_iterations = result.iterations
         if self.warm_start:

@@ -20,16 +20,20 @@ class WorldModel(nn.Module):
 
     def __init__(self, action_size: int, image_size: int = 64, variant: Variant = "rssm",
                  belief_size: int = 200, state_size: int = 30, hidden_size: int = 200, min_std: float = 0.1,
-                 depth: int = 32, reward_layers: int = 2, reward_units: int = 200, init: str = "tf") -> None:
+                 depth: int = 32, reward_layers: int = 2, reward_units: int = 200, init: str = "tf",
+                 continuation: bool = False) -> None:
         super().__init__()
         self.encoder = ConvEncoder(image_size, depth)
         self.dynamics = LatentDynamics(action_size, self.encoder.embed_size, variant, belief_size, state_size,
                                        hidden_size, min_std, init)
         self.decoder = ConvDecoder(self.dynamics.feature_size, image_size, depth)
         self.reward_head = MLP(self.dynamics.feature_size, 1, reward_layers, reward_units)
+        # p(the episode continues after this state), a Bernoulli logit; PlaNet itself has no such head.
+        self.continue_head = MLP(self.dynamics.feature_size, 1, reward_layers, reward_units) if continuation else None
         if init == "tf":  # the dynamics initialize themselves (the GRU's gate bias is not zero)
-            for part in (self.encoder, self.decoder, self.reward_head):
-                init_like_tf(part)
+            for part in (self.encoder, self.decoder, self.reward_head, self.continue_head):
+                if part is not None:
+                    init_like_tf(part)
         self.action_size = action_size
         self.image_size = image_size
 
@@ -73,9 +77,36 @@ class WorldModel(nn.Module):
         predicted = self.dynamics.imagine_features(last, actions[:, context:], sample=False)
         return torch.cat([observed, self.decode(predicted)], 1)
 
-    def imagine(self, state: State, actions: torch.Tensor) -> torch.Tensor:
-        """Predicted rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state."""
-        return self.reward(self.dynamics.imagine_features(state, actions))
+    def continue_logits(self, features: torch.Tensor) -> torch.Tensor:
+        """Bernoulli logits of p(the episode continues after the state) for features (..., F)."""
+        if self.continue_head is None:
+            raise RuntimeError("this world model has no continuation head (model.continuation=false)")
+        return self.continue_head(features).squeeze(-1)
+
+    def imagine(self, state: State, actions: torch.Tensor, discount: float = 1.0) -> torch.Tensor:
+        """Expected rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state.
+
+        Without a continuation head they are the predicted rewards (times discount^t); with one, each is
+        also weighted by the predicted probability that the episode is still running when it arrives.
+        """
+        features = self.dynamics.imagine_features(state, actions)
+        rewards = self.reward(features)
+        continues = torch.sigmoid(self.continue_logits(features).float()) if self.continue_head is not None else None
+        return expected_rewards(rewards, continues, discount)
+
+
+def expected_rewards(rewards: torch.Tensor, continues: torch.Tensor | None, discount: float = 1.0) -> torch.Tensor:
+    """r_t * discount^t * prod_{k<t} c_k for (B, H) rewards and continuation probabilities.
+
+    The first imagined reward always counts in full (the episode runs while the agent acts); the reward
+    of a step that ends the episode counts, and the rewards after it are weighted by c of that step.
+    """
+    horizon = rewards.shape[-1]
+    weights = discount ** torch.arange(horizon, device=rewards.device, dtype=torch.float32)
+    if continues is not None:
+        running = torch.cumprod(continues.float(), -1)
+        weights = weights * torch.cat([torch.ones_like(running[..., :1]), running[..., :-1]], -1)
+    return rewards * weights.to(rewards.dtype)
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:

@@ -55,8 +55,9 @@ def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, se
     """The MPC agent the config describes, for every env of a batch; `noise` overrides the exploration noise."""
     p = cfg.planner
     settings = CEMSettings(p.horizon, p.iterations, p.candidates, min(p.elites, p.candidates), p.min_std)
-    return MPCAgent(model, env.action_space, len(env), settings, cfg.data.image_bits,
-                    p.exploration_noise if noise is None else noise, p.warm_start, seed, p.precision)
+    return MPCAgent(model, env.action_space, len(env), settings, bits=cfg.data.image_bits,
+                    noise=p.exploration_noise if noise is None else noise, warm_start=p.warm_start, seed=seed,
+                    precision=p.precision, discount=p.discount)
 
 
 # ------------------------------------------------------------------ the loop

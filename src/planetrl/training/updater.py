@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -24,7 +25,7 @@ def build_world_model(cfg: Config, action_size: int) -> WorldModel:
     """The world model the config describes."""
     m = cfg.model
     return WorldModel(action_size, cfg.env.image_size, m.variant, m.belief_size, m.state_size, m.hidden_size,
-                      m.min_std, m.depth, m.reward_layers, m.reward_units, m.init)
+                      m.min_std, m.depth, m.reward_layers, m.reward_units, m.init, m.continuation)
 
 
 class WorldModelUpdater:
@@ -34,8 +35,7 @@ class WorldModelUpdater:
         self.model = model.to(device)
         self.device = device
         self.cfg = cfg
-        self.weights = LossWeights(cfg.loss.free_nats, cfg.loss.kl_scale, cfg.loss.reward_scale,
-                                   cfg.loss.overshooting, cfg.loss.overshooting_scale)
+        self.weights = LossWeights(**dataclasses.asdict(cfg.loss))
         if cfg.optim.channels_last:
             self.model.encoder.to(memory_format=torch.channels_last)
             self.model.decoder.to(memory_format=torch.channels_last)
