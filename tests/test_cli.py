@@ -55,3 +55,11 @@ def test_tasks_lists_defaults(args, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "cartpole-swingup" in out and "mock" in out
+
+
+def test_version(capsys):
+    import planetrl
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"planetrl {planetrl.__version__}"

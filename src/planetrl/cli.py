@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+import planetrl
 from planetrl import config as config_lib
 
 
@@ -439,6 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
+    parser.add_argument("--version", action="version", version=f"planetrl {planetrl.__version__}",
+                        help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do")
 
     tasks = commands.add_parser("tasks", help="list registered tasks, their defaults and spaces",

@@ -175,3 +175,21 @@ def test_visualize_writes_videos_with_the_right_frame_count(trained_run, tmp_pat
     for number in range(2):
         assert _gif_frames(out / f"policy-{number:02d}.gif") == 13
         assert _gif_frames(out / f"openloop-{number:02d}.gif") == 8
+
+
+def test_without_a_bar_a_run_prints_periodic_lines_with_the_moving_terms(tmp_path, capsys, monkeypatch):
+    from planetrl.training import progress
+
+    monkeypatch.setattr(progress.RunProgress, "__init__", _every_zero(progress.RunProgress.__init__))
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if " update " in line]
+    assert lines and lines[-1].startswith("run-00 update 12/12 | image ")
+    assert "reward" in lines[-1] and "kl" in lines[-1] and "| test " in lines[-1] and "ETA" in lines[-1]
+    image = float(lines[-1].split("image ")[1].split()[0])
+    assert image < 1000  # nats above the Gaussian constant, not the ~12,000 of the whole loss
+
+
+def _every_zero(init):
+    def patched(self, *args, **kwargs):
+        init(self, *args, **{**kwargs, "every_s": 0.0})
+    return patched

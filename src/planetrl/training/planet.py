@@ -28,6 +28,7 @@ from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
 from planetrl.models.world_model import WorldModel, count_parameters
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.driver import Driver
+from planetrl.training.progress import RunProgress, image_constant
 from planetrl.training.rundir import CHECKPOINT, load_checkpoint, prepare_run_dir, require_run_dir, save_checkpoint
 from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
@@ -80,6 +81,10 @@ class PlanetRun:
         self.video_dir = self.run_dir / "videos"
         self.schedule = Schedule(cfg.train.total_updates, cfg.train.collect_every, cfg.train.test_every)
         self.action_repeat = action_repeat(cfg.env)
+        self.collect_env: BatchEnv | None = None
+        self.test_env: BatchEnv | None = None
+        self.logger: MetricsLogger | None = None
+        self.progress_view: RunProgress | None = None
 
     # -------------------------------------------------------------- pieces
 
@@ -163,102 +168,114 @@ class PlanetRun:
 
     def run(self) -> dict[str, float]:
         """Run (or resume) until the schedule is done; returns the last test metrics."""
-        from tqdm import tqdm
+        last_test: dict[str, float] = {}
+        try:
+            self._setup()
+            while True:
+                phase = self.schedule.next_phase(self.updates, self._collected(), len(read_tests(self.run_dir)))
+                if phase.name == "done":
+                    break
+                self.fence()
+                if phase.name == "train":
+                    self._train_phase(phase.updates)
+                elif phase.name == "collect":
+                    self._collect_phase()
+                else:
+                    last_test = self.test_phase(self.model, self._test_env(), self.updates, self.logger)
+                    self.progress_view.test(last_test["test/return"])
+        finally:
+            self._teardown()
+        return last_test
 
+    def _setup(self) -> None:
+        """Seed episodes, replay, loader, model and optimizer, restored from the checkpoint when there is one."""
         cfg = self.cfg
         for orphan in clean_temporaries(self.run_dir):
             log.info("removed %s, left by an interrupted write", orphan)
         torch.manual_seed(cfg.run.seed)
         np.random.seed(cfg.run.seed % 2**32)
-        collect_env = make_batch_env(cfg.env, 1, seed=cfg.run.seed * 1000 + 1)
-        action_size = int(getattr(collect_env.action_space, "n", 0) or np.prod(collect_env.action_space.shape))
-        self._open_catalogs(action_size)
+        self.collect_env = make_batch_env(cfg.env, 1, seed=cfg.run.seed * 1000 + 1)
+        space = self.collect_env.action_space
+        self.action_size = int(getattr(space, "n", 0) or np.prod(space.shape))
+        self._open_catalogs(self.action_size)
         self._seed_episodes(self.train_catalog, 0, need_chunk=True)
         self._seeded()  # recorded once the train directory's seeding is complete
         self._seed_episodes(self.test_catalog, 500)
-        replay = Replay(self.train_dir, cfg.data.chunk_length, cfg.data.max_episodes, cfg.data.max_steps,
-                        cfg.data.recent_fraction, cfg.data.recent_episodes, reader=self.train_catalog.read)
-        replay.refresh()
-        loader = Loader(replay, cfg.data.batch_size, cfg.data.image_bits, self.device, cfg.data.prefetch,
-                        seed=cfg.run.seed)
-        model = build_world_model(cfg, action_size)
-        updater = WorldModelUpdater(model, cfg, self.device)
-        updates = 0
+        self.replay = Replay(self.train_dir, cfg.data.chunk_length, cfg.data.max_episodes, cfg.data.max_steps,
+                             cfg.data.recent_fraction, cfg.data.recent_episodes, reader=self.train_catalog.read)
+        self.replay.refresh()
+        self.loader = Loader(self.replay, cfg.data.batch_size, cfg.data.image_bits, self.device, cfg.data.prefetch,
+                             seed=cfg.run.seed)
+        self.model = build_world_model(cfg, self.action_size)
+        self.updater = WorldModelUpdater(self.model, cfg, self.device)
+        self.updates = 0
         checkpoint = load_checkpoint(self.checkpoint_path, self.device, needs="updater")
         if checkpoint is not None:
-            updater.load_state_dict(checkpoint["updater"])
-            updates = int(checkpoint["updates"])
-            loader.load_state_dict(checkpoint["loader"])
+            self.updater.load_state_dict(checkpoint["updater"])
+            self.updates = int(checkpoint["updates"])
+            self.loader.load_state_dict(checkpoint["loader"])
             torch.set_rng_state(checkpoint["torch_rng"].cpu())
-            log.info("resumed %s at update %d", self.run_dir, updates)
-        logger = MetricsLogger(self.run_dir, keep_through=updates if checkpoint is not None else -1)
+            log.info("resumed %s at update %d", self.run_dir, self.updates)
+        self.logger = MetricsLogger(self.run_dir, keep_through=self.updates if checkpoint is not None else -1)
         if checkpoint is None:
-            counts = count_parameters(model)
+            counts = count_parameters(self.model)
             log.info("parameters: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()))
-            logger.scalars(0, {f"params/{k}": v for k, v in counts.items()})
-        test_env = None
-        stream = StreamingMean()
-        # smoothing=0: the rate (and so the ETA) averages over the whole session, collect and test phases
-        # included, instead of the burst speed of the update phases.
-        bar = tqdm(total=cfg.train.total_updates, initial=updates, desc=self.run_dir.name, unit="update",
-                   disable=not self.progress, dynamic_ncols=True, smoothing=0)
-        last_test: dict[str, float] = {}
-        try:
-            while True:
-                phase = self.schedule.next_phase(updates, self._collected(), len(read_tests(self.run_dir)))
-                if phase.name == "done":
-                    break
+            self.logger.scalars(0, {f"params/{k}": v for k, v in counts.items()})
+        self.stream = StreamingMean()
+        self.progress_view = RunProgress(self.run_dir.name, cfg.train.total_updates, self.updates, self.progress,
+                                         image_constant(cfg.env.image_size))
+
+    def _train_phase(self, count: int) -> None:
+        """`count` updates, logging averaged metrics every `log_every`, then a checkpoint."""
+        every = self.cfg.train.log_every
+        start = time.perf_counter()
+        for batch in self.loader.take(count):
+            self.stream.add(self.updater.update(batch))
+            self.updates += 1
+            self.progress_view.advance()
+            if self.updates % every == 0:
+                means = self.stream.flush()
+                means["updates_per_s"] = every / (time.perf_counter() - start)
+                start = time.perf_counter()
                 self.fence()
-                if phase.name == "train":
-                    start = time.perf_counter()
-                    for batch in loader.take(phase.updates):
-                        stream.add(updater.update(batch))
-                        updates += 1
-                        bar.update(1)
-                        if updates % cfg.train.log_every == 0:
-                            means = stream.flush()
-                            means["updates_per_s"] = cfg.train.log_every / (time.perf_counter() - start)
-                            start = time.perf_counter()
-                            self.fence()
-                            logger.scalars(updates, {f"train/{k}": v for k, v in means.items()})
-                            bar.set_postfix(loss=f"{means['loss']:.1f}")
-                    self.fence()
-                    save_checkpoint(self.checkpoint_path, {
-                        "updater": updater.state_dict(), "updates": updates, "loader": loader.state_dict(),
-                        "action_size": action_size,
-                        "torch_rng": torch.get_rng_state(), "config": config_lib.to_dict(cfg),
-                    })
-                elif phase.name == "collect":
-                    index = self._collected()
-                    agent = build_mpc_agent(cfg, model, collect_env, seed=cfg.run.seed * 100_003 + index)
-                    start = time.perf_counter()
-                    driver = Driver(collect_env, agent, self._callbacks(self.train_dir, collect_env)[0],
-                                    seed=cfg.run.seed * 100_003 + index)
-                    [result] = driver.run(1, explore=True)
-                    seconds = time.perf_counter() - start
-                    replay.refresh()
-                    logger.scalars(updates, {
-                        "train/return": result.score, "train/length": result.length,
-                        "train/episodes": self.train_catalog.count(),
-                        "train/env_steps": self._env_steps(),
-                        "replay/quarantined": self._quarantined(),
-                        "train/seconds_per_action": seconds / max(result.length, 1),
-                        "replay/episodes": replay.stats.episodes, "replay/steps": replay.stats.steps,
-                        "replay/megabytes": replay.stats.bytes / 2**20,
-                    })
-                else:
-                    if test_env is None:
-                        test_env = make_batch_env(replace(cfg.env, processes=max(cfg.env.processes, 1)),
-                                                  cfg.train.test_episodes, seed=cfg.run.seed * 1000 + 2)
-                    last_test = self.test_phase(model, test_env, updates, logger)
-                    bar.set_postfix(test_return=f"{last_test['test/return']:.1f}")
-        finally:
-            bar.close()
-            collect_env.close()
-            if test_env is not None:
-                test_env.close()
-            logger.close()
-        return last_test
+                self.logger.scalars(self.updates, {f"train/{k}": v for k, v in means.items()})
+                self.progress_view.train(means)
+        self.fence()
+        save_checkpoint(self.checkpoint_path, {
+            "updater": self.updater.state_dict(), "updates": self.updates, "loader": self.loader.state_dict(),
+            "action_size": self.action_size, "torch_rng": torch.get_rng_state(),
+            "config": config_lib.to_dict(self.cfg),
+        })
+
+    def _collect_phase(self) -> None:
+        """One episode with the MPC agent and exploration noise into the train directory."""
+        cfg, env = self.cfg, self.collect_env
+        index = self._collected()
+        agent = build_mpc_agent(cfg, self.model, env, seed=cfg.run.seed * 100_003 + index)
+        start = time.perf_counter()
+        driver = Driver(env, agent, self._callbacks(self.train_dir, env)[0], seed=cfg.run.seed * 100_003 + index)
+        [result] = driver.run(1, explore=True)
+        seconds = time.perf_counter() - start
+        self.replay.refresh()
+        stats = self.replay.stats
+        self.logger.scalars(self.updates, {
+            "train/return": result.score, "train/length": result.length,
+            "train/episodes": self.train_catalog.count(), "train/env_steps": self._env_steps(),
+            "replay/quarantined": self._quarantined(), "train/seconds_per_action": seconds / max(result.length, 1),
+            "replay/episodes": stats.episodes, "replay/steps": stats.steps, "replay/megabytes": stats.bytes / 2**20,
+        })
+
+    def _test_env(self) -> BatchEnv:
+        if self.test_env is None:
+            self.test_env = make_batch_env(replace(self.cfg.env, processes=max(self.cfg.env.processes, 1)),
+                                           self.cfg.train.test_episodes, seed=self.cfg.run.seed * 1000 + 2)
+        return self.test_env
+
+    def _teardown(self) -> None:
+        """Close whatever `_setup` got to open."""
+        for part in (self.progress_view, self.collect_env, self.test_env, self.logger):
+            if part is not None:
+                part.close()
 
     def test_phase(self, model: WorldModel, env: BatchEnv, updates: int, logger: MetricsLogger) -> dict[str, float]:
         """N episodes in parallel without exploration noise, plus open-loop and policy videos.

@@ -1,0 +1,88 @@
+"""What a run shows on the console: a progress bar, or (for logs and clusters) a periodic line.
+
+Both show the loss terms that move: the image term as nats above the Gaussian
+constant (the bulk of the total loss, which hides every change), the reward
+term and the KL, plus the last test return, the update rate and the ETA.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+
+def image_constant(image_size: int) -> float:
+    """0.5 log(2 pi) per pixel and channel: the image NLL of a perfect prediction with unit variance."""
+    return 0.5 * math.log(2 * math.pi) * image_size * image_size * 3
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    minutes = int(seconds // 60)
+    return f"{minutes // 60}h{minutes % 60:02d}m" if minutes >= 60 else f"{minutes}m{int(seconds % 60):02d}s"
+
+
+class RunProgress:
+    """A tqdm bar when `bar`, otherwise one line on stdout every `every_s` seconds (and at each test)."""
+
+    def __init__(self, name: str, total: int, initial: int, bar: bool, constant: float,
+                 every_s: float = 60.0) -> None:
+        self.name, self.total, self.done, self.constant, self.every_s = name, total, initial, constant, every_s
+        self._start_done, self._start = initial, time.monotonic()
+        self._last_line = self._start
+        self.terms: dict[str, float] = {}
+        self.test_return: float | None = None
+        self._bar: Any = None
+        if bar:
+            from tqdm import tqdm
+
+            # smoothing=0: the rate (and so the ETA) averages over the whole session, collect and test
+            # phases included, instead of the burst speed of the update phases.
+            self._bar = tqdm(total=total, initial=initial, desc=name, unit="update", dynamic_ncols=True,
+                             smoothing=0)
+
+    def advance(self) -> None:
+        """One more update."""
+        self.done += 1
+        if self._bar is not None:
+            self._bar.update(1)
+        elif time.monotonic() - self._last_line >= self.every_s:
+            self.line()
+
+    def train(self, means: dict[str, float]) -> None:
+        """The latest averaged training terms."""
+        self.terms = {"image": means["image_nll"] - self.constant, "reward": means["reward_nll"]}
+        if "kl" in means:
+            self.terms["kl"] = means["kl"]
+        self._show()
+
+    def test(self, mean_return: float) -> None:
+        self.test_return = mean_return
+        self._show()
+        if self._bar is None:
+            self.line()
+
+    def _show(self) -> None:
+        if self._bar is not None:
+            shown = {k: f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}" for k, v in self.terms.items()}
+            if self.test_return is not None:
+                shown["test"] = f"{self.test_return:.1f}"
+            self._bar.set_postfix(shown)
+
+    def line(self) -> None:
+        """`run-00 update 1200/7000 | image 8.1 reward 0.91 kl 3.02 | test 265.7 | 3.90 upd/s | ETA 25m10s`."""
+        self._last_line = time.monotonic()
+        elapsed = self._last_line - self._start
+        rate = (self.done - self._start_done) / elapsed if elapsed > 0 else 0.0
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        terms = " ".join(f"{k} {v:.2f}" for k, v in self.terms.items()) or "no update yet"
+        test = f"{self.test_return:.1f}" if self.test_return is not None else "-"
+        print(f"{self.name} update {self.done}/{self.total} | {terms} | test {test} | {rate:.2f} upd/s | "
+              f"ETA {_duration(eta)}", file=sys.stdout, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
