@@ -209,7 +209,7 @@ def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: d
         claim.done()
         summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
         print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
-              f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: tensorboard --logdir {run_dir / 'events'}\n"
+              f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: .venv/bin/tensorboard --logdir {run_dir / 'events'}\n"
               f"  videos: {run_dir / 'videos'}/", flush=True)
     states = [run_state(d, cfg.train.stale_seconds) for d in run_dirs(logdir, runs)]
     print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))

@@ -73,7 +73,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """The world model's architecture (REFERENCE.md sizes by default)."""
+    """The world model's architecture (the paper's sizes by default, docs/PAPER.md)."""
 
     variant: str = option("rssm", "Latent dynamics: rssm, ssm (purely stochastic) or deterministic (GRU only).",
                           choices=("rssm", "ssm", "deterministic"))

@@ -16,7 +16,7 @@ _LOG_2PI = math.log(2 * math.pi)
 
 @dataclasses.dataclass(frozen=True)
 class LossWeights:
-    """Scales of the objective's terms (REFERENCE.md values by default)."""
+    """Scales of the objective's terms (the paper's values by default, docs/PAPER.md)."""
 
     free_nats: float = 3.0
     kl_scale: float = 1.0

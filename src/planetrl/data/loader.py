@@ -1,7 +1,7 @@
 """Batches of chunks as tensors on the training device, prepared in the background.
 
 Images are reduced to `bits` bits, scaled to [-0.5, 0.5) and dequantized
-with uniform noise of one bin (REFERENCE.md); `postprocess_image` maps model
+with uniform noise of one bin (docs/PAPER.md); `postprocess_image` maps model
 outputs back to displayable uint8.
 """
 

@@ -24,7 +24,7 @@ class ImaginationModel(Protocol):
 
 @dataclasses.dataclass(frozen=True)
 class CEMSettings:
-    """CEM hyperparameters (REFERENCE.md: 12 steps, 10 iterations, 1000 candidates, top 100)."""
+    """CEM hyperparameters (the paper: 12 steps, 10 iterations, 1000 candidates, top 100; docs/PAPER.md)."""
 
     horizon: int = 12
     iterations: int = 10

@@ -1,4 +1,5 @@
-"""The results table of a sweep (REFERENCE.md's Table 1 layout) and plots of test return against episodes."""
+"""The results table of a sweep (the PlaNet paper's Table 1 layout, docs/PAPER.md) and plots of test return
+against episodes."""
 
 from __future__ import annotations
 
