@@ -209,7 +209,8 @@ def _run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: d
         claim.done()
         summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
         print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
-              f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: .venv/bin/tensorboard --logdir {run_dir / 'events'}\n"
+              f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: "
+              f".venv/bin/tensorboard --logdir {run_dir / 'events'}\n"
               f"  videos: {run_dir / 'videos'}/", flush=True)
     states = [run_state(d, cfg.train.stale_seconds) for d in run_dirs(logdir, runs)]
     print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))
@@ -318,10 +319,16 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str,
 def cmd_eval(args: argparse.Namespace) -> int:
     import json
 
+    from planetrl.atomic import write_atomic
+
     returns, _ = _policy_episodes(Path(args.run), args.episodes, args.device, None)
     mean, std = float(np.mean(returns)), float(np.std(returns))
+    print("returns: " + ", ".join(f"{r:.1f}" for r in returns))
     print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
-    (Path(args.run) / "eval.json").write_text(json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n")
+    result = json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n"
+    write_atomic(Path(args.run) / "eval.json", result)
+    if args.json:
+        write_atomic(Path(args.json), result)
     return 0
 
 
@@ -370,6 +377,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                           cfg.train.stale_seconds)
     else:
         results = run_local(units, logdir, train_args, args.parallel, cfg.train.stale_seconds)
+    if not units:
+        print(f"sweep: every run is already done; see `planetrl status --logdir {logdir}`")
+        return 0
     states = list(results.values())
     print(f"sweep: {states.count('done')} done, {states.count('failed')} failed, "
           f"{len(states) - states.count('done') - states.count('failed')} unfinished; "
@@ -493,6 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                "checkpoint of a run and print the mean and std of the return.")
     evaluate.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
     evaluate.add_argument("--episodes", type=int, default=10, help="episodes, run in parallel (default 10)")
+    evaluate.add_argument("--json", help="also write the returns, mean and std to this JSON file")
     evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     evaluate.set_defaults(func=cmd_eval)
 
@@ -604,6 +615,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.verbose = verbose
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:  # third-party INFO lines (rendering back ends) would land inside tables
+        for noisy in ("absl", "OpenGL"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.func(args)
     except (config_lib.ConfigError, ValueError, OSError, RuntimeError) as error:

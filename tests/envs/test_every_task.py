@@ -82,6 +82,16 @@ def test_unknown_dmc_task_is_refused_when_resolved():
         registry.resolve("dmc:ball_in_cup-spin")
 
 
+def test_the_tasks_table_is_not_interleaved_with_library_noise():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "planetrl.cli", "tasks", "cup-catch", "cheetah-run"],
+                            capture_output=True, text=True, check=True)
+    assert "INFO" not in result.stderr and "settotalmass" not in result.stderr, result.stderr
+    assert len(result.stdout.strip().splitlines()) == 5  # header, two tasks, a blank line, the "also" line
+
+
 def test_tasks_command_lists_every_registered_task_with_its_spaces(capsys):
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out

@@ -161,11 +161,14 @@ def trained_run(tmp_path_factory):
 
 
 def test_eval_prints_mean_and_std(trained_run, capsys):
-    assert main(["eval", "--run", str(trained_run), "--episodes", "3", "--device", "cpu"]) == 0
+    out_json = trained_run.parent / "eval-copy.json"
+    assert main(["eval", "--run", str(trained_run), "--episodes", "3", "--device", "cpu", "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
     assert "over 3 episodes" in out
     result = json.loads((trained_run / "eval.json").read_text())
     assert len(result["returns"]) == 3 and np.isclose(result["mean"], np.mean(result["returns"]))
+    assert "returns: " + ", ".join(f"{r:.1f}" for r in result["returns"]) in out  # each episode's return
+    assert json.loads(out_json.read_text()) == result
 
 
 def test_visualize_writes_videos_with_the_right_frame_count(trained_run, tmp_path):

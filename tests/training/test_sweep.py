@@ -30,11 +30,13 @@ def test_local_sweep_runs_each_run_exactly_once(tmp_path, capsys):
         for index in range(2):
             run = tmp_path / task / f"run-{index:02d}"
             assert (run / "DONE").exists() and len(_claims(run)) == 1
-    assert main(args) == 0  # a rerun finds nothing to do
-    assert "0 runs to do" in capsys.readouterr().out
+    assert main(args) == 0  # a rerun finds nothing to do, and says so
+    out = capsys.readouterr().out
+    assert "0 runs to do" in out and "every run is already done" in out and "0 done, 0 failed" not in out
     assert main(["status", "--logdir", str(tmp_path)]) == 0
     table = capsys.readouterr().out
-    assert table.count("done") == 4 and "mock-3d" in table
+    assert table.count(" done ") == 4 and "mock-3d" in table
+    assert str(tmp_path / "mock-3d" / "run-01") in table  # the path column
 
 
 def test_ray_sweep_on_a_local_instance(tmp_path):

@@ -73,7 +73,7 @@ class MPCAgent:
 
     @torch.no_grad()
     def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> np.ndarray:
-        image = torch.as_tensor(obs["image"], device=self.device)
+        image = torch.tensor(obs["image"], device=self.device)  # a copy: env arrays may be read-only
         image = preprocess_image(image, self.bits, noise=False)
         self.model.eval()
         self.state = self.model.filter_step(self.state, self.prev_action, image)

@@ -19,8 +19,10 @@ def ensure_headless_gl() -> None:
 def check_dmc_task(domain: str, task: str) -> None:
     """Fail with the list of known tasks unless (domain, task) is in the DeepMind Control Suite."""
     ensure_headless_gl()
+    from absl import logging as absl_logging
     from dm_control import suite
 
+    absl_logging.set_verbosity(absl_logging.ERROR)  # dm_control's INFO and deprecation lines are noise here
     if (domain, task) not in suite.ALL_TASKS:
         known = ", ".join(f"{d}-{t}" for d, t in suite.ALL_TASKS)
         raise ValueError(f"unknown DMC task '{domain}-{task}'; known: {known}")

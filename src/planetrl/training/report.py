@@ -69,11 +69,13 @@ def plot_task(task: str, runs: list[dict[str, Any]], path: Path) -> Path:
     if curves:
         grid = sorted(set().union(*curves))
         stacked = np.array([[np.interp(g, sorted(c), [c[k] for k in sorted(c)]) for g in grid] for c in curves])
-        axis.plot(grid, stacked.mean(0), color="tab:blue", linewidth=2, label=f"mean of {len(curves)} seeds")
+        label = "mean" if len(curves) == 1 else f"mean of {len(curves)} seeds"
+        axis.plot(grid, stacked.mean(0), color="tab:blue", linewidth=2, label=label)
         axis.fill_between(grid, stacked.min(0), stacked.max(0), color="tab:blue", alpha=0.15, label="min-max")
         axis.legend(loc="lower right", fontsize=8)
     axis.set_title(task)
     axis.set_xlabel("training episodes")
+    axis.xaxis.get_major_locator().set_params(integer=True)
     axis.set_ylabel("test return")
     axis.grid(alpha=0.3)
     figure.tight_layout()

@@ -144,13 +144,14 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
 
 def format_status(rows: list[dict[str, Any]]) -> str:
     """A fixed-width table of runs."""
-    header = f"{'task':<22} {'seed':>4} {'state':<8} {'episodes':>8} {'updates':>8} {'test return':>11} {'wall':>9}"
+    header = (f"{'task':<22} {'seed':>4} {'state':<8} {'episodes':>8} {'updates':>8} {'test return':>11} "
+              f"{'wall':>9}  path")
     lines = [header, "-" * len(header)]
     for row in rows:
         ret = f"{row['test_return']:.1f}" if row["test_return"] is not None else "-"
         wall = f"{row['wall_seconds'] / 60:.1f} min" if row["wall_seconds"] is not None else "-"
         lines.append(f"{row['task']:<22} {row['seed']:>4} {row['state']:<8} {row['episodes']:>8} "
-                     f"{row['updates']:>8} {ret:>11} {wall:>9}")
+                     f"{row['updates']:>8} {ret:>11} {wall:>9}  {row['run']}")
     return "\n".join(lines)
 
 
