@@ -8,12 +8,11 @@ variant is exercised on every machine. Rendering is headless through SDL's
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
 import gymnasium
 
-from planetrl.envs.wrappers import PixelObservation
+from planetrl.envs.wrappers import PixelObservation, ensure_runtime_dir
 
 
 def make_highway(size: int, seed: int, fast_render: bool, vehicles: int = 20, duration: int = 30,
@@ -25,8 +24,7 @@ def make_highway(size: int, seed: int, fast_render: bool, vehicles: int = 20, du
     the episode, otherwise it lasts `duration` seconds at `policy_frequency` Hz.
     """
     os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
-    if not os.path.isdir(os.environ.get("XDG_RUNTIME_DIR", "")):  # SDL complains about a missing one
-        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="planetrl-xdg-")
+    ensure_runtime_dir()
     if os.environ["SDL_VIDEODRIVER"] == "dummy":
         raise RuntimeError("SDL_VIDEODRIVER=dummy renders black frames; use SDL_VIDEODRIVER=offscreen")
     import highway_env  # noqa: F401 - registers the highway environments

@@ -76,6 +76,8 @@ class ExternalProcess:
         self._process = context.Process(target=_worker, args=(constructor, child_conn), daemon=True)
         self._timeout = timeout
         self._closed = False
+        self._ready = False
+        self._start_method = start_method
         self._process.start()
         child_conn.close()
         # weakref keeps atexit from holding the object alive forever.
@@ -87,6 +89,7 @@ class ExternalProcess:
         except BaseException:
             self.close()
             raise
+        self._ready = True
         self.observation_space = self._getattr("observation_space")
         self.action_space = self._getattr("action_space")
 
@@ -106,7 +109,12 @@ class ExternalProcess:
     def _death_message(self) -> str:
         self._process.join(timeout=1.0)
         code = self._process.exitcode
-        return f"environment process {self._process.pid} died (exit code {code})"
+        message = f"environment process {self._process.pid} died (exit code {code})"
+        if not self._ready and self._start_method != "fork":
+            message += (f" while starting. Environments run in child processes started with '{self._start_method}', "
+                        "which import your main script again: if you started planetrl from a script, put its code "
+                        "under `if __name__ == \"__main__\":`")
+        return message
 
     def _receive(self, expect: str = _RESULT) -> Any:
         waited = 0.0

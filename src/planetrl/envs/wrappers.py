@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -94,7 +96,13 @@ class NormalizeActions(gym.ActionWrapper, RecordConstructorArgs):
         return np.where(self._mask, scaled, action).astype(self.env.action_space.dtype)
 
 
-def _resize(image: np.ndarray, size: int) -> np.ndarray:
+def ensure_runtime_dir() -> None:
+    """Give SDL (pygame rendering) an XDG_RUNTIME_DIR; without one it prints an error line at every start."""
+    if not os.path.isdir(os.environ.get("XDG_RUNTIME_DIR", "")):
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="planetrl-xdg-")
+
+
+def resize_image(image: np.ndarray, size: int) -> np.ndarray:
     if image.shape[0] == size and image.shape[1] == size:
         return image
     return np.asarray(Image.fromarray(image).resize((size, size), Image.BILINEAR))
@@ -108,6 +116,7 @@ class PixelObservation(gym.ObservationWrapper, RecordConstructorArgs):
         super().__init__(env)
         if env.render_mode != "rgb_array":
             raise ValueError(f"PixelObservation needs render_mode='rgb_array', got {env.render_mode!r}")
+        ensure_runtime_dir()
         self._size = size
         spaces = {"image": gym.spaces.Box(0, 255, (size, size, 3), np.uint8)}
         inner = env.observation_space
@@ -120,7 +129,7 @@ class PixelObservation(gym.ObservationWrapper, RecordConstructorArgs):
         frame = self.env.render()
         if frame is None:
             raise RuntimeError("render() returned None; was the env made with render_mode='rgb_array'?")
-        obs = {"image": _resize(np.asarray(frame, np.uint8)[..., :3], self._size)}
+        obs = {"image": resize_image(np.asarray(frame, np.uint8)[..., :3], self._size)}
         if self._keep_state:
             obs["state"] = np.asarray(observation, np.float32).reshape(-1)
         return obs
@@ -169,7 +178,7 @@ class ResizeImage(gym.ObservationWrapper, RecordConstructorArgs):
         self.observation_space = gym.spaces.Dict(spaces)
 
     def observation(self, observation: dict) -> dict:
-        return {**observation, "image": _resize(observation["image"], self._size)}
+        return {**observation, "image": resize_image(observation["image"], self._size)}
 
 
 class ConvertTo32Bit(gym.Wrapper, RecordConstructorArgs):

@@ -190,6 +190,8 @@ class PlanetRun:
     def _setup(self) -> None:
         """Seed episodes, replay, loader, model and optimizer, restored from the checkpoint when there is one."""
         cfg = self.cfg
+        if not (self.run_dir / "config.yaml").exists():  # a run started from Python: eval and load need it
+            prepare_run_dir(self.run_dir, cfg, {})
         for orphan in clean_temporaries(self.run_dir):
             log.info("removed %s, left by an interrupted write", orphan)
         torch.manual_seed(cfg.run.seed)
