@@ -44,7 +44,32 @@ def _config_from(block: dict[str, object], overrides: Sequence[str],
     """
     explicit = {**block, **config_lib.parse_assignments(overrides),
                 **{k: v for k, v in flags.items() if v is not None}}
+    if _IMPORTS:
+        explicit["run.imports"] = tuple(_IMPORTS)
     return config_lib.set_values(config_lib.Config(), explicit), explicit
+
+
+_IMPORTS: list[str] = []  # --import MODULE, anywhere on the command line
+
+
+def _take_imports(argv: list[str]) -> list[str]:
+    """Remove every `--import MODULE` / `--import=MODULE` from argv, import the modules, return the rest."""
+    from planetrl.envs.registry import import_task_modules
+
+    rest, modules = [], []
+    items = iter(argv)
+    for item in items:
+        if item == "--import":
+            modules.append(next(items, ""))
+        elif item.startswith("--import="):
+            modules.append(item.split("=", 1)[1])
+        else:
+            rest.append(item)
+    if any(not m for m in modules):
+        raise config_lib.ConfigError("--import needs a module name, like --import my_tasks")
+    import_task_modules(modules)
+    _IMPORTS[:] = modules
+    return rest
 
 
 def _resolve(args: argparse.Namespace, extra: dict[str, object]) -> tuple[config_lib.Config, dict[str, object]]:
@@ -243,11 +268,13 @@ def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | Non
     """Episodes of a trained PPO agent's mean action; with `outdir`, rendered and kept there."""
     from planetrl.data.episodes import EpisodeWriter
     from planetrl.envs.make import make_batch_env
+    from planetrl.envs.registry import import_task_modules
     from planetrl.training.driver import Driver
     from planetrl.training.ppo import load_trained_ppo
     from planetrl.training.rundir import require_run_dir
 
     cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml")
+    import_task_modules(cfg.run.imports)
     env_cfg = config_lib.set_values(cfg, {"env.pixels": pixels, "env.processes": 0}).env
     env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed + 17)
     callbacks: list[Any] = []
@@ -369,6 +396,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         [f"--set={item}" for item in args.overrides] + ([f"--seed={args.seed}"] if args.seed is not None else [])
     if args.device:
         train_args.append(f"--device={args.device}")
+    train_args += [f"--import={module}" for module in _IMPORTS]
     logdir = Path(args.logdir)
     units = missing_runs(logdir, sweep_units(tasks, args.seeds), cfg.train.stale_seconds)
     print(f"sweep: {len(tasks)} tasks x {args.seeds} seeds, {len(units)} runs to do ({args.backend})", flush=True)
@@ -450,6 +478,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
+    parser.add_argument("--import", dest="imports_help", metavar="MODULE", action="append",
+                        help="import a module that registers tasks (anywhere on the command line; repeatable; "
+                             "saved with the run)")
     parser.add_argument("--version", action="version", version=f"planetrl {planetrl.__version__}",
                         help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do")
@@ -611,6 +642,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     verbose = any(a in ("-v", "--verbose") for a in argv)  # -v works anywhere on the command line
+    try:
+        argv = _take_imports(argv)
+    except (config_lib.ConfigError, ValueError) as error:
+        if verbose:
+            raise
+        print(f"planetrl: error: {error}", file=sys.stderr)
+        return 2
     args = parser.parse_args([a for a in argv if a not in ("-v", "--verbose")])
     args.verbose = verbose
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,

@@ -174,6 +174,33 @@ def _split_dmc(name: str) -> tuple[str, str]:
     return domain, task
 
 
+ENTRY_POINT_GROUP = "planetrl.tasks"
+_plugins_loaded = False
+
+
+def import_task_modules(modules: tuple[str, ...] | list[str]) -> None:
+    """Import modules that register tasks; a module that fails to import is an error naming it."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            raise ValueError(f"cannot import task module '{module}': {error}") from error
+
+
+def load_task_plugins() -> None:
+    """Load the `planetrl.tasks` entry points of installed packages, once: each registers its tasks."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        entry.load()
+
+
 def task_names() -> list[str]:
     """Names of the registered tasks (families like `gym:ID` resolve on demand)."""
     return sorted(_REGISTRY)
@@ -183,6 +210,10 @@ def resolve(name: str) -> TaskSpec:
     """Find a task by name: registered names, `gym:ID`, or any DMC `domain-task`."""
     if name in _REGISTRY:
         return _REGISTRY[name]
+    if not _plugins_loaded and ":" not in name:
+        load_task_plugins()
+        if name in _REGISTRY:
+            return _REGISTRY[name]
     if name.startswith("gym:"):
         return _gym_spec(name)
     if name.startswith("dmc:"):
@@ -195,5 +226,6 @@ def resolve(name: str) -> TaskSpec:
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     raise ValueError(
         f"unknown task '{name}'.{hint} Registered: {', '.join(task_names())}; "
-        "also any Gymnasium id as gym:ID, any DMC task as dmc:domain-task, and carla:TOWN."
+        "also any Gymnasium id as gym:ID, any DMC task as dmc:domain-task, and carla:TOWN; tasks of your own "
+        "module load with --import MODULE."
     )

@@ -24,6 +24,7 @@ from planetrl.data.loader import Loader, postprocess_image, preprocess_image
 from planetrl.data.replay import Replay
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, decisions_per_episode, make_batch_env
+from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
 from planetrl.models.world_model import WorldModel, count_parameters
 from planetrl.planning.cem import CEMSettings
@@ -70,6 +71,7 @@ class PlanetRun:
     def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True,
                  fence: Callable[[], None] = lambda: None) -> None:
         """`fence()` raises when this worker no longer holds the run; it is called before every write."""
+        import_task_modules(cfg.run.imports)
         self.run_dir = Path(run_dir)
         self.fence = fence
         self.cfg = cfg
@@ -343,6 +345,7 @@ def open_loop_video(model: WorldModel, episode: dict[str, np.ndarray], cfg: conf
 def load_trained(run_dir: Path, device_name: str = "auto") -> tuple[config_lib.Config, WorldModel, int]:
     """Config, world model with the latest checkpoint's weights, and its update count."""
     cfg = config_lib.load(require_run_dir(Path(run_dir)) / "config.yaml")
+    import_task_modules(cfg.run.imports)
     device = resolve_device(device_name)
     checkpoint = load_checkpoint(run_dir / "checkpoints" / CHECKPOINT, device, needs="updater")
     if checkpoint is None:

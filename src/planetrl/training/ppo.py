@@ -15,6 +15,7 @@ from planetrl import config as config_lib
 from planetrl.agents.ppo import PPOAgent, PPOSettings
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, make_batch_env
+from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger
 from planetrl.training.driver import Driver
 from planetrl.training.rundir import load_checkpoint, save_checkpoint
@@ -44,6 +45,7 @@ class PPORun:
     def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True,
                  fence: Callable[[], None] = lambda: None) -> None:
         """`fence()` raises when this worker no longer holds the run; it is called before every write."""
+        import_task_modules(cfg.run.imports)
         self.fence = fence
         self.run_dir = Path(run_dir)
         self.cfg = cfg
