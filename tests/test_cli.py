@@ -63,3 +63,21 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"planetrl {planetrl.__version__}"
+
+
+@pytest.mark.parametrize("command", [["train"], ["collect"], ["sweep"], ["config"], ["ppo", "train"], ["eval"]])
+def test_every_help_fits_on_one_screen_and_points_to_the_keys(command, capsys):
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) <= 50
+    assert "model.belief_size" not in out  # the keys are listed where asked for
+
+
+def test_config_keys_by_section(capsys):
+    assert main(["config", "--keys", "ppo"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("[ppo]") and "ppo.kl_target" in out and "model." not in out
+    assert main(["config", "--keys", "planner"]) == 0
+    assert "planner.candidates = 1000" in capsys.readouterr().out
+    assert main(["config", "--keys", "nope"]) == 2

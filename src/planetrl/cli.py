@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
@@ -17,13 +18,28 @@ import numpy as np
 import planetrl
 from planetrl import config as config_lib
 
+PLANET_SECTIONS = ("env", "data", "model", "loss", "optim", "planner", "train", "run")
+PPO_SECTIONS = ("env", "ppo", "run")
 
-def _config_epilog() -> str:
-    lines = ["configuration keys (use --set KEY=VALUE):"]
+
+def _config_epilog(sections: Sequence[str] = PLANET_SECTIONS) -> str:
+    """A pointer to the keys instead of all of them, so that --help fits on one screen."""
+    return (f"configuration: --set SECTION.KEY=VALUE; sections {', '.join(sections)}.\n"
+            f"Every key, its default and meaning: planetrl config --keys {' '.join(sections[:2])} ...\n"
+            f"presets: {', '.join(sorted(config_lib.PRESETS))}")
+
+
+def _describe_keys(sections: Sequence[str]) -> str:
+    """Every key of the given sections with its default and help, by section."""
+    lines: list[str] = []
     for key, value, help_text in config_lib.describe():
+        section = key.split(".", 1)[0]
+        if sections and section not in sections:
+            continue
+        if not any(line == f"[{section}]" for line in lines):
+            lines.append(f"[{section}]")
         lines.append(f"  {key} = {value!r}")
         lines.extend(textwrap.wrap(help_text, 72, initial_indent="      ", subsequent_indent="      "))
-    lines.append(f"presets: {', '.join(sorted(config_lib.PRESETS))}")
     return "\n".join(lines)
 
 
@@ -464,6 +480,13 @@ def cmd_results_table(args: argparse.Namespace) -> int:
 def cmd_config(args: argparse.Namespace) -> int:
     import yaml
 
+    if args.keys is not None:
+        known = [f.name for f in dataclasses.fields(config_lib.Config)]
+        unknown = [s for s in args.keys if s not in known]
+        if unknown:
+            raise config_lib.ConfigError(f"unknown config section(s) {', '.join(unknown)}; allowed: {', '.join(known)}")
+        print(_describe_keys(args.keys))
+        return 0
     cfg = _resolve_config(args, {})
     print(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False), end="")
     return 0
@@ -555,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
     ppo_train = ppo_commands.add_parser(
         "train", help="train PPO (resumes what is already in --logdir)",
         description="Train batched PPO; running the same command again resumes.",
-        epilog=_config_epilog() + "\nPPO configs: " + ", ".join(sorted(config_lib.PPO_CONFIGS)),
+        epilog=_config_epilog(PPO_SECTIONS),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ppo_train.add_argument("--config", required=True, help="PPO config: " + ", ".join(
         f"{name} ({block['env.task']})" for name, block in sorted(config_lib.PPO_CONFIGS.items())))
@@ -634,6 +657,8 @@ def build_parser() -> argparse.ArgumentParser:
                                description="Print the configuration that a preset and overrides resolve to.",
                                epilog=_config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_config_options(show)
+    show.add_argument("--keys", nargs="*", metavar="SECTION",
+                      help="list every key (of these sections) with its default and meaning, instead of the YAML")
     show.set_defaults(func=cmd_config)
     return parser
 
