@@ -387,7 +387,7 @@ def cmd_visualize(args: argparse.Namespace) -> int:
     written = []
     for number, path in enumerate(episodes):
         frames = open_loop_video(model, read_episode(path), cfg, resolve_device(args.device))
-        written.append(write_gif(frames, outdir / f"openloop-{number:02d}.gif", fps=10, scale=2))
+        written.append(write_gif(frames, outdir / f"openloop-{number:02d}.gif", fps=10))
     print(f"wrote {len(returns)} policy videos and {len(written)} open-loop videos to {outdir}/ "
           f"(returns: {', '.join(f'{r:.1f}' for r in returns)})")
     return 0

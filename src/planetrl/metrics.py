@@ -70,6 +70,22 @@ class MetricsLogger:
             self._writer.add_image(name, image, step, dataformats="HWC")
             self._writer.flush()
 
+    def gif(self, step: int, name: str, gif: bytes, height: int, width: int) -> None:
+        """Log an encoded GIF as an image summary: TensorBoard's image panel plays it."""
+        if self._writer is None:
+            return
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
+        self._writer._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=name, image=image)]), step)
+        self._writer.flush()
+
+    def text(self, name: str, text: str) -> None:
+        """Log markdown text (the run's config) to TensorBoard's text panel."""
+        if self._writer is not None:
+            self._writer.add_text(name, text, 0)
+            self._writer.flush()
+
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()

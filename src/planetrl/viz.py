@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from planetrl.atomic import write_atomic
 
@@ -36,9 +37,30 @@ def tile(frames: np.ndarray, columns: int) -> np.ndarray:
     return canvas
 
 
-def write_gif(frames: Sequence[np.ndarray] | np.ndarray, path: str | Path, fps: float = 20.0,
-              scale: int = 1) -> Path:
-    """Write (T,H,W,3) uint8 frames as a looping GIF, optionally upscaled by an integer factor."""
+def label_openloop(frames: np.ndarray, context: int, scale: int = 2) -> np.ndarray:
+    """Upscale `openloop_frames` output and label it: truth / model / error rows, observed or predicted frames.
+
+    A header names each frame (`observed 3/5`, `open loop +4`) and a left column names the rows, so a
+    clip read without this docstring still says what it shows.
+    """
+    frames = np.asarray(frames).repeat(scale, axis=1).repeat(scale, axis=2)
+    count, height, width, _ = frames.shape
+    header, margin = 12, 40
+    out = np.zeros((count, height + header, width + margin, 3), np.uint8)
+    out[:, header:, margin:] = frames
+    for index in range(count):
+        image = Image.fromarray(out[index])
+        draw = ImageDraw.Draw(image)
+        title = f"observed {index + 1}/{context}" if index < context else f"open loop +{index - context + 1}"
+        draw.text((margin + 2, 0), title, fill=(255, 255, 255) if index < context else (255, 200, 0))
+        for row, name in enumerate(("truth", "model", "error")):
+            draw.text((2, header + row * height // 3 + height // 6 - 5), name, fill=(255, 255, 255))
+        out[index] = np.asarray(image)
+    return out
+
+
+def encode_gif(frames: Sequence[np.ndarray] | np.ndarray, fps: float = 20.0, scale: int = 1) -> bytes:
+    """(T,H,W,3) uint8 frames as the bytes of a looping GIF, optionally upscaled by an integer factor."""
     frames = np.asarray(frames)
     if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
         raise ValueError(f"frames must be uint8 (T,H,W,3), got {frames.dtype} {frames.shape}")
@@ -46,10 +68,16 @@ def write_gif(frames: Sequence[np.ndarray] | np.ndarray, path: str | Path, fps: 
         raise ValueError("cannot write a GIF with no frames")
     if scale > 1:
         frames = frames.repeat(scale, axis=1).repeat(scale, axis=2)
+    images = [Image.fromarray(frame) for frame in frames]
+    buffer = io.BytesIO()
+    images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:],
+                   duration=max(int(1000 / fps), 20), loop=0, optimize=False)
+    return buffer.getvalue()
+
+
+def write_gif(frames: Sequence[np.ndarray] | np.ndarray, path: str | Path, fps: float = 20.0,
+              scale: int = 1) -> Path:
+    """Write (T,H,W,3) uint8 frames as a looping GIF file, atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    images = [Image.fromarray(frame) for frame in frames]
-    write_atomic(path, lambda handle: images[0].save(handle, format="GIF", save_all=True, append_images=images[1:],
-                                                      duration=max(int(1000 / fps), 20), loop=0, optimize=False),
-                 fsync=False)
-    return path
+    return write_atomic(path, encode_gif(frames, fps, scale), fsync=False)

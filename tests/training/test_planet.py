@@ -61,6 +61,30 @@ def test_debug_preset_end_to_end(tmp_path, capsys):
     assert "1 done" in capsys.readouterr().out
 
 
+def test_tensorboard_plays_the_clips_and_shows_the_config(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
+    events = EventAccumulator(str(tmp_path / "run-00" / "events"), size_guidance={"images": 0, "tensors": 0})
+    events.Reload()
+    assert {"openloop", "policy"} <= set(events.Tags()["images"])
+    clip = events.Images("openloop")[-1]
+    assert clip.encoded_image_string[:6] == b"GIF89a" and clip.step == 12
+    with Image.open(__import__("io").BytesIO(clip.encoded_image_string)) as image:
+        assert image.n_frames > 1  # a clip, not a still strip
+    assert any("config" in tag for tag in events.Tags()["tensors"])
+
+
+def test_openloop_frames_are_labeled(tmp_path):
+    from planetrl.viz import label_openloop, openloop_frames
+
+    truth = np.zeros((4, 8, 8, 3), np.uint8)
+    labeled = label_openloop(openloop_frames(truth, truth, context=2), context=2, scale=2)
+    assert labeled.shape == (4, 12 + 48, 40 + 16, 3)
+    assert labeled[:, :, :40].max() > 0  # the row names are drawn in the margin
+    assert not np.array_equal(labeled[1, :12], labeled[2, :12])  # "observed 2/2" and "open loop +1" differ
+
+
 def test_env_steps_count_decisions_times_the_action_repeat(tmp_path):
     assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "env.action_repeat=2"]) == 0
     run = tmp_path / "run-00"

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import yaml
 
 from planetrl import config as config_lib
 from planetrl.agents.mpc import MPCAgent
@@ -35,7 +36,7 @@ from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
 
 __all__ = ["PlanetRun", "load_trained", "open_loop_video", "prepare_run_dir", "read_tests"]
-from planetrl.viz import openloop_frames, tile, write_gif
+from planetrl.viz import encode_gif, label_openloop, openloop_frames
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +226,7 @@ class PlanetRun:
             counts = count_parameters(self.model)
             log.info("parameters: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()))
             self.logger.scalars(0, {f"params/{k}": v for k, v in counts.items()})
+            self.logger.text("config", "```\n" + yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False) + "```")
         self.stream = StreamingMean()
         self.progress_view = RunProgress(self.run_dir.name, cfg.train.total_updates, self.updates, self.progress,
                                          image_constant(cfg.env.image_size))
@@ -313,9 +315,13 @@ class PlanetRun:
         episode = self.test_catalog.read(writer.written[-1])
         if episode is not None:
             frames = open_loop_video(model, episode, self.cfg, self.device)
-            write_gif(frames, self.video_dir / f"openloop-{updates:07d}.gif", fps=10, scale=2)
-            logger.image(updates, "openloop", tile(frames[:: max(len(frames) // 10, 1)], 10))
-            write_gif(episode["image"], self.video_dir / f"policy-{updates:07d}.gif", fps=20, scale=2)
+            self.video_dir.mkdir(parents=True, exist_ok=True)
+            openloop = encode_gif(frames, fps=10)
+            write_atomic(self.video_dir / f"openloop-{updates:07d}.gif", openloop, fsync=False)
+            logger.gif(updates, "openloop", openloop, *frames.shape[1:3])  # plays in TensorBoard's image panel
+            policy = encode_gif(episode["image"], fps=20, scale=2)
+            write_atomic(self.video_dir / f"policy-{updates:07d}.gif", policy, fsync=False)
+            logger.gif(updates, "policy", policy, 2 * episode["image"].shape[1], 2 * episode["image"].shape[2])
         record = {"updates": updates, "returns": returns.tolist(), "time": time.time(),
                   "train_episodes": metrics["test/train_episodes"], "env_steps": self._env_steps()}
         self.fence()
@@ -328,7 +334,7 @@ class PlanetRun:
 
 def open_loop_video(model: WorldModel, episode: dict[str, np.ndarray], cfg: config_lib.Config,
                     device: torch.device) -> np.ndarray:
-    """Truth / model / error frames of an open-loop prediction on one episode."""
+    """Labeled truth / model / error frames (upscaled 2x) of an open-loop prediction on one episode."""
     length = min(cfg.train.openloop_length, len(episode["reward"]))
     context = min(cfg.train.openloop_context, length - 1)
     image = torch.as_tensor(episode["image"][None, :length], device=device)
@@ -339,7 +345,7 @@ def open_loop_video(model: WorldModel, episode: dict[str, np.ndarray], cfg: conf
     predicted = model.open_loop(inputs, action, is_first, context)
     truth = postprocess_image(inputs, cfg.data.image_bits)[0].cpu().numpy()
     guess = postprocess_image(predicted.clamp(-0.5, 0.5 - 1e-6), cfg.data.image_bits)[0].cpu().numpy()
-    return openloop_frames(truth, guess, context)
+    return label_openloop(openloop_frames(truth, guess, context), context)
 
 
 def load_trained(run_dir: Path, device_name: str = "auto") -> tuple[config_lib.Config, WorldModel, int]:
