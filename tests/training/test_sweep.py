@@ -30,6 +30,7 @@ def test_local_sweep_runs_each_run_exactly_once(tmp_path, capsys):
         for index in range(2):
             run = tmp_path / task / f"run-{index:02d}"
             assert (run / "DONE").exists() and len(_claims(run)) == 1
+            assert f"run {run} done" in (run / "train.log").read_text()  # each run's output is kept
     assert main(args) == 0  # a rerun finds nothing to do, and says so
     out = capsys.readouterr().out
     assert "0 runs to do" in out and "every run is already done" in out and "0 done, 0 failed" not in out
@@ -112,3 +113,11 @@ def test_report_means_stds_and_plots(tmp_path):
 
     with Image.open(pngs[0]) as image:
         assert image.size[0] > 100 and np.asarray(image).std() > 0
+
+
+def test_a_local_sweep_shows_a_live_table_while_it_runs(tmp_path, capsys):
+    units = sweep_units(["mock"], 2)
+    results = run_local(units, tmp_path, ["--preset=debug"], 2, 600.0, table_every=0.2)
+    assert set(results.values()) == {"done"}
+    out = capsys.readouterr().out
+    assert "task" in out and "path" in out and "running" in out  # printed while the runs were going

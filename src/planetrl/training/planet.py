@@ -66,6 +66,32 @@ def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, se
 # ------------------------------------------------------------------ the loop
 
 
+class _EpisodeCounter:
+    """Progress of episode collection: a bar, or one log line per finished episode."""
+
+    def __init__(self, what: str, done: int, total: int, bar: bool) -> None:
+        self.what, self.done, self.total = what, done, total
+        self._bar: Any = None
+        if bar:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=done, desc=what, unit="episode", dynamic_ncols=True)
+
+    def update(self, count: int = 1) -> None:
+        self.done += count
+        if self._bar is not None:
+            self._bar.update(count)
+        else:
+            log.info("%s: %d/%d", self.what, self.done, self.total)
+
+    def __enter__(self) -> _EpisodeCounter:
+        return self
+
+    def __exit__(self, *args: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
 class PlanetRun:
     """One PlaNet run in one directory; `run()` starts or resumes it."""
 
@@ -136,7 +162,9 @@ class PlanetRun:
                 missing = max(cfg.train.seed_episodes - count, 1)
                 seed = cfg.run.seed * 1000 + offset + count
                 agent = RandomAgent(env.action_space, len(env), seed=seed)
-                Driver(env, agent, self._callbacks(directory, env)[0], seed=seed).run(missing)
+                with _EpisodeCounter(f"random seed episodes into {directory.name}", count, count + missing,
+                                     self.progress) as counter:
+                    Driver(env, agent, self._callbacks(directory, env)[0], seed=seed).run(missing, progress=counter)
         finally:
             env.close()
         log.info("%d random seed episodes in %s", catalog.count(), directory)

@@ -81,13 +81,21 @@ class PPORun:
                 self.fence()
                 logger.scalars(env_steps, {**{f"train/{k}": v for k, v in metrics.items()},
                                            "train/updates": updates, "train/wall_seconds": time.time() - start})
+                shown = {"train_return": f"{metrics['return']:.1f}"}
+                if last:
+                    shown["eval_return"] = f"{last['eval/return']:.1f}"
+                bar.set_postfix(shown)
                 if updates % p.eval_every == 0 or env_steps >= p.total_steps:
                     evaluated = Driver(env, agent, seed=cfg.run.seed * 7_000_003 + updates).run(
                         p.eval_episodes, explore=False)  # the mean action; nothing is buffered
                     returns = np.array([r.score for r in evaluated])
                     last = {"eval/return": float(returns.mean()), "eval/return_std": float(returns.std())}
                     logger.scalars(env_steps, {**last, "eval/wall_seconds": time.time() - start})
-                    bar.set_postfix(eval_return=f"{returns.mean():.1f}")
+                    bar.set_postfix({**shown, "eval_return": f"{returns.mean():.1f}"})
+                    if not self.progress:  # a line per evaluation for logs
+                        print(f"{self.run_dir.name} step {env_steps}/{p.total_steps} | train return "
+                              f"{metrics['return']:.1f} | eval return {returns.mean():.1f} +- {returns.std():.1f} | "
+                              f"{(time.time() - start) / 60:.1f} min", flush=True)
                 self.fence()
                 save_checkpoint(self.checkpoint_path, {"agent": agent.state_dict(), "updates": updates,
                                                        "env_steps": env_steps, "config": config_lib.to_dict(cfg)})

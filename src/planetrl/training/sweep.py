@@ -17,7 +17,7 @@ import logging
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ALL_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -53,21 +53,28 @@ def command(unit: Unit, logdir: Path, train_args: list[str]) -> list[str]:
 
 def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: float) -> str:
     """Do one run in a child process; raise if it died, so the caller (or Ray) retries it."""
-    state = run_state(unit.directory(logdir), stale_seconds)
+    run_dir = unit.directory(logdir)
+    state = run_state(run_dir, stale_seconds)
     if state in ("done", "failed"):
         return state
-    result = subprocess.run(command(unit, logdir, train_args), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    state = run_state(unit.directory(logdir), stale_seconds)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log_path = run_dir / "train.log"  # the run's own output, kept (appended on every attempt)
+    with open(log_path, "a") as output:
+        result = subprocess.run(command(unit, logdir, train_args), stdout=output, stderr=subprocess.STDOUT)
+    state = run_state(run_dir, stale_seconds)
     if state in ("done", "failed"):
         return state
+    tail = log_path.read_text(errors="replace")[-2000:]
     raise RuntimeError(f"run {unit.task} #{unit.index} ended with exit code {result.returncode} "
-                       f"in state {state}: {result.stderr[-2000:]}")
+                       f"in state {state}; its output is in {log_path}: {tail}")
 
 
 def run_local(units: list[Unit], logdir: Path, train_args: list[str], parallel: int, stale_seconds: float,
-              retries: int = 2) -> dict[Unit, str]:
-    """Up to `parallel` runs at a time as child processes; a run whose process dies is retried."""
+              retries: int = 2, table_every: float = 60.0) -> dict[Unit, str]:
+    """Up to `parallel` runs at a time as child processes; a run whose process dies is retried.
+
+    Each run's output goes to its `train.log`; every `table_every` seconds the status table is printed.
+    """
 
     def attempt(unit: Unit) -> str:
         for trial in range(retries + 1):
@@ -78,7 +85,12 @@ def run_local(units: list[Unit], logdir: Path, train_args: list[str], parallel: 
         return run_state(unit.directory(logdir), stale_seconds)
 
     with ThreadPoolExecutor(max_workers=max(parallel, 1)) as pool:
-        return dict(zip(units, pool.map(attempt, units), strict=True))
+        futures = [pool.submit(attempt, unit) for unit in units]
+        while not all(f.done() for f in futures):
+            wait(futures, timeout=table_every, return_when=ALL_COMPLETED)
+            if table_every and not all(f.done() for f in futures):
+                print(format_status(status_rows(logdir, stale_seconds)), flush=True)  # a live table
+        return {unit: future.result() for unit, future in zip(units, futures, strict=True)}
 
 
 def run_ray(units: list[Unit], logdir: Path, train_args: list[str], address: str | None, cpus: float,
