@@ -191,6 +191,8 @@ class RunConfig:
 
     seed: int = option(0, "Seed from which every source of randomness derives.", low=0)
     device: str = option("auto", "Torch device: auto picks cuda when available.", choices=("auto", "cpu", "cuda"))
+    wandb_project: str = option("", "Also log to this Weights & Biases project (needs planetrl[wandb]; "
+                                    "WANDB_MODE=offline keeps it local); empty = off.")
     imports: tuple[str, ...] = option((), "Python modules imported before the task is resolved (they register "
                                           "tasks); saved with the run, so eval, visualize and sweeps import them too.")
 

@@ -38,7 +38,8 @@ class StreamingMean:
 class MetricsLogger:
     """Writes scalars to `metrics.jsonl` (one object per call) and to TensorBoard under `events/`."""
 
-    def __init__(self, run_dir: str | Path, tensorboard: bool = True, keep_through: int | None = None) -> None:
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True, keep_through: int | None = None,
+                 wandb_project: str = "", config: Mapping[str, Any] | None = None) -> None:
         """`keep_through`: on resume, the step of the checkpoint; records logged after it (before a kill)
         are dropped from metrics.jsonl and TensorBoard, so every step appears once and steps only go up."""
         self.run_dir = Path(run_dir)
@@ -52,6 +53,9 @@ class MetricsLogger:
 
             purge = None if keep_through is None else keep_through + 1
             self._writer = SummaryWriter(str(self.run_dir / "events"), purge_step=purge)
+        self._wandb: Any = None
+        if wandb_project:
+            self._wandb = _start_wandb(self.run_dir, wandb_project, config)
 
     def scalars(self, step: int, values: Mapping[str, float]) -> None:
         """Log named scalars at a step (keys like `train/loss`)."""
@@ -63,6 +67,8 @@ class MetricsLogger:
             for key, value in clean.items():
                 self._writer.add_scalar(key, value, step)
             self._writer.flush()
+        if self._wandb is not None:
+            self._wandb.log({**clean, "step": int(step)})
 
     def image(self, step: int, name: str, image: np.ndarray) -> None:
         """Log an (H, W, 3) uint8 image to TensorBoard."""
@@ -89,6 +95,21 @@ class MetricsLogger:
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+
+
+def _start_wandb(run_dir: Path, project: str, config: Mapping[str, Any] | None) -> Any:
+    """A W&B run that a resumed planetrl run continues (its id is derived from the run directory)."""
+    try:
+        import wandb
+    except ImportError as error:
+        raise ImportError("run.wandb_project needs Weights & Biases: pip install 'planetrl[wandb]'") from error
+    import hashlib
+
+    run_id = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:16]
+    return wandb.init(project=project, dir=str(run_dir), id=run_id, resume="allow", name=run_dir.name,
+                      config=dict(config or {}))
 
 
 def read_json_lines(path: str | Path) -> list[dict[str, Any]]:

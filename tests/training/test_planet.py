@@ -220,3 +220,14 @@ def _every_zero(init):
     def patched(self, *args, **kwargs):
         init(self, *args, **{**kwargs, "every_s": 0.0})
     return patched
+
+
+def test_weights_and_biases_logging_in_offline_mode(tmp_path, monkeypatch):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "run.wandb_project=planetrl-test"]) == 0
+    runs = list((tmp_path / "run-00" / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
+    assert read_metrics(tmp_path / "run-00")  # metrics.jsonl and TensorBoard stay as they are
+    assert list((tmp_path / "run-00" / "events").iterdir())

@@ -249,7 +249,8 @@ class PlanetRun:
             self.loader.load_state_dict(checkpoint["loader"])
             torch.set_rng_state(checkpoint["torch_rng"].cpu())
             log.info("resumed %s at update %d", self.run_dir, self.updates)
-        self.logger = MetricsLogger(self.run_dir, keep_through=self.updates if checkpoint is not None else -1)
+        self.logger = MetricsLogger(self.run_dir, keep_through=self.updates if checkpoint is not None else -1,
+                                    wandb_project=cfg.run.wandb_project, config=config_lib.to_dict(cfg))
         if checkpoint is None:
             counts = count_parameters(self.model)
             log.info("parameters: %s", ", ".join(f"{k} {v:,}" for k, v in counts.items()))

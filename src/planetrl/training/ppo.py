@@ -65,7 +65,8 @@ class PPORun:
             agent.load_state_dict(checkpoint["agent"])
             updates, env_steps = int(checkpoint["updates"]), int(checkpoint["env_steps"])
             log.info("resumed %s at update %d (%d env steps)", self.run_dir, updates, env_steps)
-        logger = MetricsLogger(self.run_dir, keep_through=env_steps if checkpoint is not None else -1)
+        logger = MetricsLogger(self.run_dir, keep_through=env_steps if checkpoint is not None else -1,
+                               wandb_project=cfg.run.wandb_project, config=config_lib.to_dict(cfg))
         bar = tqdm(total=p.total_steps, initial=min(env_steps, p.total_steps), desc=self.run_dir.name,
                    unit="step", unit_scale=True, disable=not self.progress, dynamic_ncols=True)
         start = time.time()
