@@ -26,7 +26,7 @@ run: $(STAMP)
 	$(BIN)/planetrl train --task cartpole-swingup --preset cpu --logdir $(LOGDIR)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/lint-imports
 
 test: $(STAMP) lint

@@ -55,3 +55,10 @@ def test_a_script_without_a_main_guard_is_told_what_to_do(tmp_path):
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert result.returncode != 0
     assert 'if __name__ == "__main__":' in result.stderr
+
+
+def test_the_own_model_example_plans_towards_the_goal():
+    result = subprocess.run([sys.executable, str(EXAMPLE.parent / "own_model.py")], capture_output=True, text=True,
+                            check=True, timeout=300)
+    first = float(result.stdout.split("first action: ")[1].split()[0])
+    assert first > 0.8
