@@ -3,6 +3,7 @@
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,11 @@ def test_learn_predict_save_load_on_a_registered_task(tmp_path):
     torch.manual_seed(0)  # the belief filter samples the posterior from torch's generator
     action = agent.predict({"image": image})
     assert action.shape == (2,) and np.all(np.abs(action) <= 1)
+    frozen = image.copy()
+    frozen.setflags(write=False)  # frames from env processes can be read-only: no torch warning about it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent.predict(frozen)
     saved = agent.save(tmp_path / "saved")
     again = planetrl.PlaNet.load(saved)
     torch.manual_seed(0)
