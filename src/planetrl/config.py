@@ -8,34 +8,19 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import types
 import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 
 from planetrl.atomic import write_atomic
+from planetrl.config_values import ConfigError, check_range, coerce, option
+from planetrl.presets import PAPER, PPO_CONFIGS, PRESETS
 
-
-class ConfigError(ValueError):
-    """A configuration key or value that is not allowed."""
-
-
-def option(
-    default: Any,
-    help: str,
-    *,
-    low: float | None = None,
-    high: float | None = None,
-    choices: tuple[Any, ...] | None = None,
-) -> Any:
-    """A dataclass field with its help line and the values it allows."""
-    meta = {"help": help, "low": low, "high": high, "choices": choices}
-    if isinstance(default, (list, dict)):
-        raise TypeError("use tuples for sequence defaults; configs are immutable")
-    return field(default=default, metadata=meta)
+__all__ = ["PAPER", "PPO_CONFIGS", "PRESETS", "Config", "ConfigError", "build", "load", "option", "save",
+           "set_values"]
 
 
 @dataclass(frozen=True)
@@ -212,83 +197,6 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
 
 
-PAPER = {
-    "env.image_size": 64, "env.fast_render": False, "env.action_repeat": 0, "env.episode_steps": 1000,
-    "data.batch_size": 50, "data.chunk_length": 50, "data.image_bits": 5,
-    "model.variant": "rssm", "model.belief_size": 200, "model.state_size": 30, "model.hidden_size": 200,
-    "model.min_std": 0.1, "model.depth": 32, "model.reward_layers": 2, "model.reward_units": 200,
-    "model.init": "tf", "model.continuation": False, "planner.discount": 1.0,
-    "loss.free_nats": 3.0, "loss.kl_scale": 1.0, "loss.reward_scale": 10.0, "loss.overshooting": 0,
-    "optim.lr": 1e-3, "optim.eps": 1e-4, "optim.grad_clip": 1000.0, "optim.precision": "fp32",
-    "planner.horizon": 12, "planner.iterations": 10, "planner.candidates": 1000, "planner.elites": 100,
-    "planner.min_std": 0.0, "planner.warm_start": False, "planner.exploration_noise": 0.3,
-    "planner.precision": "fp32",
-    "train.seed_episodes": 5, "train.collect_every": 100, "train.total_updates": 100_000,
-}
-
-PRESETS: dict[str, dict[str, Any]] = {
-    "paper": PAPER,
-    "debug": {
-        "env.task": "mock", "env.image_size": 64, "env.processes": 0, "env.episode_steps": 12,
-        "data.batch_size": 3, "data.chunk_length": 6, "data.prefetch": 1,
-        "model.belief_size": 16, "model.state_size": 4, "model.hidden_size": 16, "model.depth": 4,
-        "model.reward_layers": 1, "model.reward_units": 16,
-        "planner.horizon": 3, "planner.iterations": 2, "planner.candidates": 16, "planner.elites": 4,
-        "train.seed_episodes": 2, "train.total_updates": 12, "train.collect_every": 4, "train.test_every": 6,
-        "train.test_episodes": 2, "train.log_every": 2, "train.openloop_context": 2,
-        "train.openloop_length": 8, "run.device": "cpu",
-    },
-    "carla128": {
-        "env.task": "highway", "env.image_size": 128, "data.batch_size": 40, "data.chunk_length": 50,
-        "data.max_episodes": 100, "model.continuation": True,
-    },
-    "cpu128": {
-        "env.task": "highway", "env.image_size": 128, "env.processes": 1, "model.continuation": True,
-        "data.batch_size": 8,
-        "data.chunk_length": 24, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "bf16",
-        "planner.precision": "bf16", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
-        "train.collect_every": 50, "train.total_updates": 6000, "train.test_every": 500,
-        "train.test_episodes": 2, "train.log_every": 25, "run.device": "cpu",
-    },
-    "cpu": {
-        "env.fast_render": True, "env.processes": 1,
-        "data.batch_size": 8, "data.chunk_length": 32,
-        "model.depth": 16, "model.belief_size": 200, "model.state_size": 30,
-        "optim.precision": "bf16", "planner.precision": "bf16",
-        "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
-        "train.collect_every": 100, "train.total_updates": 7000, "train.test_every": 1000, "train.test_episodes": 2,
-        "train.log_every": 50, "run.device": "cpu",
-    },
-}
-"""Named override blocks, applied before `--set` overrides."""
-
-_PPO_STATE = {"env.pixels": False, "env.processes": 0, "env.action_repeat": 1, "run.device": "cpu"}
-PPO_CONFIGS: dict[str, dict[str, Any]] = {
-    # batch-ppo's configs (agents/scripts/configs.py), on the current Gymnasium versions of its tasks.
-    "pendulum": {**_PPO_STATE, "env.task": "gym:Pendulum-v1", "ppo.total_steps": 1_000_000,
-                 "ppo.chunk_length": 50, "ppo.batch_size": 20},
-    "cartpole": {**_PPO_STATE, "env.task": "gym:CartPole-v1", "ppo.total_steps": 200_000},
-    "reacher": {**_PPO_STATE, "env.task": "gym:Reacher-v5", "ppo.total_steps": 5_000_000, "ppo.discount": 0.985,
-                "ppo.update_every": 60},
-    "cheetah": {**_PPO_STATE, "env.task": "gym:HalfCheetah-v5", "ppo.total_steps": 10_000_000,
-                "ppo.discount": 0.99},
-    "walker": {**_PPO_STATE, "env.task": "gym:Walker2d-v5", "ppo.total_steps": 10_000_000},
-    "hopper": {**_PPO_STATE, "env.task": "gym:Hopper-v5", "ppo.total_steps": 10_000_000, "ppo.update_every": 60},
-    "ant": {**_PPO_STATE, "env.task": "gym:Ant-v5", "ppo.total_steps": 20_000_000},
-    "humanoid": {**_PPO_STATE, "env.task": "gym:Humanoid-v5", "ppo.total_steps": 50_000_000,
-                 "ppo.update_every": 60},
-    # The variant this project ran before it followed batch-ppo (tanh MLPs, linear mean, GAE(0.95) with
-    # bootstrap, ten minibatch steps per epoch); BENCHMARKS.md compares the two on pendulum.
-    "pendulum-variant": {**_PPO_STATE, "env.task": "gym:Pendulum-v1", "ppo.total_steps": 1_000_000,
-                         "ppo.activation": "tanh", "ppo.squash_mean": False, "ppo.advantage": "gae",
-                         "ppo.chunk_length": 20, "ppo.batch_size": 30},
-    "debug": {**_PPO_STATE, "env.task": "mock", "env.episode_steps": 10, "ppo.num_envs": 3,
-              "ppo.update_every": 3, "ppo.epochs": 2, "ppo.total_steps": 150, "ppo.eval_every": 2,
-              "ppo.eval_episodes": 2, "ppo.policy_layers": (16,), "ppo.value_layers": (16,)},
-}
-"""The PPO configs of the agents library (`planetrl ppo train --config NAME`), from state."""
-
-
 # ---------------------------------------------------------------- validation
 
 
@@ -319,88 +227,6 @@ def describe(cfg: Config | None = None) -> list[tuple[str, Any, str]]:
     return rows
 
 
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", str(tp))
-
-
-def _coerce(key: str, value: Any, tp: Any) -> Any:
-    """Convert a parsed value to the field type, or fail naming key and type."""
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        options = typing.get_args(tp)
-        if value is None and type(None) in options:
-            return None
-        for option_tp in options:
-            if option_tp is type(None):
-                continue
-            try:
-                return _coerce(key, value, option_tp)
-            except ConfigError:
-                continue
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: {tp}.")
-    if origin is Literal:
-        allowed = typing.get_args(tp)
-        if value not in allowed:
-            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: {', '.join(map(repr, allowed))}.")
-        return value
-    if origin is tuple:
-        if isinstance(value, str):
-            value = [v for v in value.split(",") if v.strip()]
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a comma-separated list.")
-        args = typing.get_args(tp)
-        item_tp = args[0] if args else str
-        return tuple(_coerce(key, v, item_tp) for v in value)
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
-            return value.lower() in ("true", "1", "yes")
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: true or false.")
-    if tp is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: an integer.")
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-        if isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                number = None
-            if number is not None and number.is_integer():
-                return int(number)
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: an integer.")
-    if tp is float:
-        if isinstance(value, bool):
-            raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a number.")
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a number.")
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a string.")
-    raise ConfigError(f"Config key '{key}' has unsupported type {_type_name(tp)}.")
-
-
-def _check_range(key: str, value: Any, meta: typing.Mapping[str, Any]) -> None:
-    choices, low, high = meta.get("choices"), meta.get("low"), meta.get("high")
-    if choices is not None and value not in choices:
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: {', '.join(map(repr, choices))}.")
-    if low is not None and value < low:
-        bound = f"at most {high}" if high is not None else "no upper bound"
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: at least {low} ({bound}).")
-    if high is not None and value > high:
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: at most {high}.")
-
-
 def set_values(cfg: Config, overrides: typing.Mapping[str, Any]) -> Config:
     """Return a copy of `cfg` with dotted keys replaced, each one validated."""
     valid = all_keys(cfg)
@@ -412,8 +238,8 @@ def set_values(cfg: Config, overrides: typing.Mapping[str, Any]) -> Config:
         section = getattr(cfg, section_name)
         f = _section_fields(section)[name]
         hints = typing.get_type_hints(type(section))
-        value = _coerce(key, raw, hints[name])
-        _check_range(key, value, f.metadata)
+        value = coerce(key, raw, hints[name])
+        check_range(key, value, f.metadata)
         sections.setdefault(section_name, {})[name] = value
     for section_name, values in sections.items():
         cfg = replace(cfg, **{section_name: replace(getattr(cfg, section_name), **values)})
