@@ -1,0 +1,70 @@
+"""The `planetrl` command line: parsing, dispatch, and one-line errors (`-v` anywhere shows the traceback)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+import planetrl
+from planetrl import config as config_lib
+from planetrl.cli.common import take_imports
+from planetrl.cli.experiment_commands import add_experiment_commands, add_results_commands
+from planetrl.cli.planet_commands import add_collection_commands, add_training_commands
+from planetrl.cli.ppo_commands import add_ppo_commands
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every command and option, each with its help."""
+    parser = argparse.ArgumentParser(
+        prog="planetrl", description="Model-based RL from pixels: PlaNet world models and CEM planning.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages and show tracebacks")
+    parser.add_argument("--import", dest="imports_help", metavar="MODULE", action="append",
+                        help="import a module that registers tasks (anywhere on the command line; repeatable; "
+                             "saved with the run)")
+    parser.add_argument("--version", action="version", version=f"planetrl {planetrl.__version__}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="what to do")
+
+    add_collection_commands(commands)
+    add_training_commands(commands)
+    add_ppo_commands(commands)
+    add_results_commands(commands)
+    add_experiment_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    verbose = any(a in ("-v", "--verbose") for a in argv)  # -v works anywhere on the command line
+    try:
+        argv = take_imports(argv)
+    except (config_lib.ConfigError, ValueError) as error:
+        if verbose:
+            raise
+        print(f"planetrl: error: {error}", file=sys.stderr)
+        return 2
+    args = parser.parse_args([a for a in argv if a not in ("-v", "--verbose")])
+    args.verbose = verbose
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:  # third-party INFO lines (rendering back ends) would land inside tables
+        for noisy in ("absl", "OpenGL"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
+    try:
+        return args.func(args)
+    except (config_lib.ConfigError, ValueError, OSError, RuntimeError) as error:
+        if args.verbose:
+            raise
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"planetrl {args.command}: error: {message} (run with -v for the traceback)", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,88 @@
+"""Shared pieces of the command line: configuration from flags, --import, and the config key listing."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections.abc import Sequence
+
+from planetrl import config as config_lib
+
+PLANET_SECTIONS = ("env", "data", "model", "loss", "optim", "planner", "train", "run")
+PPO_SECTIONS = ("env", "ppo", "run")
+
+
+def config_epilog(sections: Sequence[str] = PLANET_SECTIONS) -> str:
+    """A pointer to the keys instead of all of them, so that --help fits on one screen."""
+    return (f"configuration: --set SECTION.KEY=VALUE; sections {', '.join(sections)}.\n"
+            f"Every key, its default and meaning: planetrl config --keys {' '.join(sections[:2])} ...\n"
+            f"presets: {', '.join(sorted(config_lib.PRESETS))}")
+
+
+def describe_keys(sections: Sequence[str]) -> str:
+    """Every key of the given sections with its default and help, by section."""
+    lines: list[str] = []
+    for key, value, help_text in config_lib.describe():
+        section = key.split(".", 1)[0]
+        if sections and section not in sections:
+            continue
+        if not any(line == f"[{section}]" for line in lines):
+            lines.append(f"[{section}]")
+        lines.append(f"  {key} = {value!r}")
+        lines.extend(textwrap.wrap(help_text, 72, initial_indent="      ", subsequent_indent="      "))
+    return "\n".join(lines)
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", choices=sorted(config_lib.PRESETS),
+                        help="named block of config overrides, applied before --set")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one config value, e.g. --set env.image_size=64 (repeatable)")
+    parser.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
+
+
+def config_from(block: dict[str, object], overrides: Sequence[str],
+                 flags: dict[str, object]) -> tuple[config_lib.Config, dict[str, object]]:
+    """A named block (preset or PPO config), then --set, then dedicated flags (None = not given).
+
+    Returns the config and the keys this command line sets explicitly, which
+    must agree with a resumed run's saved config.
+    """
+    explicit = {**block, **config_lib.parse_assignments(overrides),
+                **{k: v for k, v in flags.items() if v is not None}}
+    if IMPORTS:
+        explicit["run.imports"] = tuple(IMPORTS)
+    return config_lib.set_values(config_lib.Config(), explicit), explicit
+
+
+IMPORTS: list[str] = []  # --import MODULE, anywhere on the command line
+
+
+def take_imports(argv: list[str]) -> list[str]:
+    """Remove every `--import MODULE` / `--import=MODULE` from argv, import the modules, return the rest."""
+    from planetrl.envs.registry import import_task_modules
+
+    rest, modules = [], []
+    items = iter(argv)
+    for item in items:
+        if item == "--import":
+            modules.append(next(items, ""))
+        elif item.startswith("--import="):
+            modules.append(item.split("=", 1)[1])
+        else:
+            rest.append(item)
+    if any(not m for m in modules):
+        raise config_lib.ConfigError("--import needs a module name, like --import my_tasks")
+    import_task_modules(modules)
+    IMPORTS[:] = modules
+    return rest
+
+
+def resolve_args(args: argparse.Namespace, extra: dict[str, object]) -> tuple[config_lib.Config, dict[str, object]]:
+    """Config and explicit keys from --preset, --set, --seed and the command's own flags."""
+    block = dict(config_lib.PRESETS[args.preset]) if args.preset else {}
+    return config_from(block, args.overrides, {**extra, "run.seed": getattr(args, "seed", None)})
+
+
+def resolve_config(args: argparse.Namespace, extra: dict[str, object]) -> config_lib.Config:
+    return resolve_args(args, extra)[0]

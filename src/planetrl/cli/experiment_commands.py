@@ -1,0 +1,167 @@
+"""Experiments as a whole: sweep, status, report, results, config."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+from planetrl import config as config_lib
+from planetrl.cli.common import IMPORTS, add_config_options, config_epilog, describe_keys, resolve_config
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from planetrl.training.sweep import missing_runs, run_local, run_ray, sweep_units
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if not tasks or args.seeds < 1:
+        raise config_lib.ConfigError(f"--tasks needs at least one task and --seeds at least 1, got "
+                                     f"{args.tasks!r} and {args.seeds}")
+    from planetrl.envs.registry import resolve
+
+    for task in tasks:
+        resolve(task)  # unknown names fail here, before anything starts
+    cfg = resolve_config(args, {})
+    train_args = ([f"--preset={args.preset}"] if args.preset else []) + \
+        [f"--set={item}" for item in args.overrides] + ([f"--seed={args.seed}"] if args.seed is not None else [])
+    if args.device:
+        train_args.append(f"--device={args.device}")
+    train_args += [f"--import={module}" for module in IMPORTS]
+    logdir = Path(args.logdir)
+    units = missing_runs(logdir, sweep_units(tasks, args.seeds), cfg.train.stale_seconds)
+    print(f"sweep: {len(tasks)} tasks x {args.seeds} seeds, {len(units)} runs to do ({args.backend})", flush=True)
+    if args.backend == "ray":
+        results = run_ray(units, logdir, train_args, args.address, args.cpus_per_run, args.gpus_per_run,
+                          cfg.train.stale_seconds)
+    else:
+        results = run_local(units, logdir, train_args, args.parallel, cfg.train.stale_seconds)
+    if not units:
+        print(f"sweep: every run is already done; see `planetrl status --logdir {logdir}`")
+        return 0
+    states = list(results.values())
+    print(f"sweep: {states.count('done')} done, {states.count('failed')} failed, "
+          f"{len(states) - states.count('done') - states.count('failed')} unfinished; "
+          f"see `planetrl status --logdir {logdir}`")
+    return 0 if all(s == "done" for s in states) else 1
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from planetrl.training.sweep import format_status, status_rows
+
+    rows = status_rows(Path(args.logdir), args.stale_seconds)
+    if not rows:
+        print(f"no runs under {args.logdir}")
+        return 1
+    print(format_status(rows))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from planetrl.training.report import write_report
+    from planetrl.training.sweep import status_rows
+
+    rows = status_rows(Path(args.logdir))
+    if not rows:
+        print(f"planetrl report: error: no runs under {args.logdir}", file=sys.stderr)
+        return 1
+    written = write_report(rows, Path(args.out))
+    print((Path(args.out) / "report.md").read_text())
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def cmd_results_export(args: argparse.Namespace) -> int:
+    from planetrl.training.results import export_record
+    from planetrl.training.rundir import require_run_dir
+
+    out = export_record(require_run_dir(Path(args.run)), Path(args.out))
+    print(f"wrote the record of {args.run} to {out}/")
+    return 0
+
+
+def cmd_results_table(args: argparse.Namespace) -> int:
+    from planetrl.training.results import write_results
+
+    written = write_results(Path(args.dir))
+    print(written[0].read_text())
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    if args.keys is not None:
+        known = [f.name for f in dataclasses.fields(config_lib.Config)]
+        unknown = [s for s in args.keys if s not in known]
+        if unknown:
+            raise config_lib.ConfigError(f"unknown config section(s) {', '.join(unknown)}; allowed: {', '.join(known)}")
+        print(describe_keys(args.keys))
+        return 0
+    cfg = resolve_config(args, {})
+    print(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False), end="")
+    return 0
+
+
+def add_results_commands(commands: argparse._SubParsersAction) -> None:
+    """`results export` and `results table`."""
+    results = commands.add_parser("results", help="published results: run records and their Table-1 README",
+                                  description="Compact run records under results/PRESET/TASK/seed-N/ (config.yaml, "
+                                              "run_info.json, metrics.jsonl, tests.jsonl, random.json) and "
+                                              "the README table and plots made from them.")
+    results_commands = results.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND",
+                                              help="export or table")
+    export = results_commands.add_parser("export", help="copy a run's compact record (no checkpoints, no episodes)")
+    export.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    export.add_argument("--out", required=True, help="record directory, e.g. results/cpu/cheetah-run/seed-0")
+    export.set_defaults(func=cmd_results_export)
+    results_table = results_commands.add_parser("table", help="README.md and a PNG per task from the records")
+    results_table.add_argument("--dir", required=True, help="folder of TASK/seed-N records, e.g. results/cpu")
+    results_table.set_defaults(func=cmd_results_table)
+
+
+def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
+    """`sweep`, `status`, `report` and `config`."""
+    sweep = commands.add_parser(
+        "sweep", help="train every task x seed, locally or on a Ray cluster",
+        description="One experiment per task (LOGDIR/<task>/run-NN, one run per seed). Runs already done are "
+                    "skipped, so the same command finishes what is missing; a run whose process dies is retried "
+                    "and resumes from its checkpoint. With Ray, LOGDIR must be on storage every node sees.",
+        epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweep.add_argument("--tasks", required=True, help="comma-separated task names")
+    sweep.add_argument("--seeds", type=int, default=5, help="runs (seeds) per task (default 5)")
+    sweep.add_argument("--logdir", required=True, help="sweep directory")
+    sweep.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="local processes, or Ray tasks (needs the ray extra)")
+    sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    sweep.add_argument("--parallel", type=int, default=1, help="local backend: runs at a time (default 1)")
+    sweep.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray backend: CPUs each run needs")
+    sweep.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray backend: GPUs each run needs")
+    sweep.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device for every run")
+    add_config_options(sweep)
+    sweep.set_defaults(func=cmd_sweep)
+
+    status = commands.add_parser("status", help="table of the runs under a logdir",
+                                 description="Task, seed, state (running/done/failed/stale), episodes, updates, "
+                                             "latest test return and wall-clock of every run; safe while runs go on.")
+    status.add_argument("--logdir", required=True, help="experiment or sweep directory")
+    status.add_argument("--stale-seconds", type=float, default=600.0,
+                        help="a heartbeat older than this marks a run stale (default 600)")
+    status.set_defaults(func=cmd_status)
+
+    report = commands.add_parser("report", help="results table and learning-curve plots of a sweep",
+                                 description="report.md: final test return per task, mean and std over seeds, "
+                                             "episodes, wall-clock and hardware (Table 1 layout); a PNG per task "
+                                             "of test return against episodes.")
+    report.add_argument("--logdir", required=True, help="sweep directory")
+    report.add_argument("--out", required=True, help="directory for report.md and the plots")
+    report.set_defaults(func=cmd_report)
+
+    show = commands.add_parser("config", help="print the resolved configuration as YAML",
+                               description="Print the configuration that a preset and overrides resolve to.",
+                               epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_config_options(show)
+    show.add_argument("--keys", nargs="*", metavar="SECTION",
+                      help="list every key (of these sections) with its default and meaning, instead of the YAML")
+    show.set_defaults(func=cmd_config)

@@ -1,0 +1,217 @@
+"""PlaNet commands: tasks, collect, train, eval, visualize."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from planetrl import config as config_lib
+from planetrl.cli.common import add_config_options, config_epilog, resolve_args, resolve_config
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from planetrl.config import EnvConfig
+    from planetrl.envs.make import decisions_per_episode, make_env
+    from planetrl.envs.registry import resolve, task_names
+
+    names = args.names or task_names()
+    print(f"{'task':<20} {'repeat':>6} {'env steps':>9} {'decisions':>9} {'image':>7}  observation / action")
+    for name in names:
+        spec = resolve(name)
+        cfg = EnvConfig(task=name, image_size=spec.image_size)
+        line = f"{name:<20} {spec.action_repeat:>6} {spec.episode_steps or '-':>9} " \
+               f"{decisions_per_episode(cfg, spec) or '-':>9} {spec.image_size:>4}px"
+        if args.no_spaces:
+            print(line)
+            continue
+        env = make_env(cfg, spec=spec)
+        try:
+            obs = ", ".join(f"{k} {s.shape} {s.dtype}" for k, s in env.observation_space.spaces.items())
+            print(f"{line}  {obs} / {env.action_space}")
+        finally:
+            env.close()
+    print("\nalso: gym:<Gymnasium id> (pixels from render()), dmc:<domain>-<task> (any DMC suite task)")
+    return 0
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from planetrl.agents.random import RandomAgent
+    from planetrl.data.episodes import EpisodeWriter, read_episode
+    from planetrl.envs.make import make_batch_env
+    from planetrl.training.driver import Driver
+    from planetrl.viz import write_gif
+
+    if args.episodes < 1:
+        raise config_lib.ConfigError(f"--episodes must be at least 1, got {args.episodes}")
+    cfg = resolve_config(args, {"env.task": args.task, "env.processes": args.processes})
+    count = max(cfg.env.processes, 1)
+    outdir = Path(args.outdir)
+    start = time.time()
+    env = make_batch_env(cfg.env, count, seed=cfg.run.seed)
+    try:
+        discrete = getattr(env.action_space, "n", None)
+        writer = EpisodeWriter(outdir, num_actions=int(discrete) if discrete else None)
+        agent = RandomAgent(env.action_space, len(env), seed=cfg.run.seed)
+        driver = Driver(env, agent, [writer], seed=cfg.run.seed)
+        with tqdm(total=args.episodes, desc=f"collect {cfg.env.task}", unit="episode") as bar:
+            results = driver.run(args.episodes, progress=bar)
+    finally:
+        env.close()
+    elapsed = time.time() - start
+    scores = np.array([r.score for r in results])
+    steps = sum(r.length for r in results)
+    print(f"wrote {len(writer.written)} episodes to {outdir}/ "
+          f"(return {scores.mean():.1f} +- {scores.std():.1f}, {steps} decisions, {steps / elapsed:.1f}/s)")
+    if args.gif:
+        episode = read_episode(writer.written[0])
+        path = write_gif(episode["image"], outdir / "episode.gif", fps=args.fps, scale=args.gif_scale)
+        print(f"GIF of one episode: {path}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from planetrl.training.planet import PlanetRun
+    from planetrl.training.runner import run_experiment
+
+    cfg, explicit = resolve_args(args, {"env.task": args.task, "run.device": args.device})
+    return run_experiment(Path(args.logdir), args.runs, cfg, explicit,
+                           lambda run_dir, run_cfg, fence: PlanetRun(run_dir, run_cfg, not args.no_progress, fence),
+                           args.index, args.wait, args.retry_failed)
+
+
+def _policy_episodes(run_dir: Path, episodes: int, device: str,
+                     outdir: Path | None) -> tuple[list[float], list[Path]]:
+    """Run the latest checkpoint's MPC agent without exploration; with `outdir`, keep episodes and GIFs."""
+    from planetrl.data.episodes import EpisodeWriter, read_episode
+    from planetrl.envs.make import make_batch_env
+    from planetrl.training.driver import Driver
+    from planetrl.training.planet import build_mpc_agent, load_trained
+    from planetrl.viz import write_gif
+
+    cfg, model, updates = load_trained(run_dir, device)
+    env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
+    env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed * 1000 + 3)
+    written = []
+    try:
+        agent = build_mpc_agent(cfg, model, env, seed=cfg.run.seed, noise=0.0)
+        callbacks = []
+        if outdir is not None:
+            discrete = getattr(env.action_space, "n", None)
+            writer = EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None)
+            callbacks.append(writer)
+            written = writer.written
+        results = Driver(env, agent, callbacks, seed=cfg.run.seed + 99).run(episodes, explore=False)
+    finally:
+        env.close()
+    if outdir is not None:
+        for number, path in enumerate(written):
+            write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=20, scale=2)
+    print(f"{run_dir}: checkpoint at update {updates}")
+    return [r.score for r in results], list(written)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import json
+
+    from planetrl.atomic import write_atomic
+
+    returns, _ = _policy_episodes(Path(args.run), args.episodes, args.device, None)
+    mean, std = float(np.mean(returns)), float(np.std(returns))
+    print("returns: " + ", ".join(f"{r:.1f}" for r in returns))
+    print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
+    result = json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n"
+    write_atomic(Path(args.run) / "eval.json", result)
+    if args.json:
+        write_atomic(Path(args.json), result)
+    return 0
+
+
+def cmd_visualize(args: argparse.Namespace) -> int:
+    from planetrl.data.episodes import read_episode
+    from planetrl.training.planet import load_trained, open_loop_video
+    from planetrl.training.updater import resolve_device
+    from planetrl.viz import write_gif
+
+    run_dir, outdir = Path(args.run), Path(args.out)
+    returns, episodes = _policy_episodes(run_dir, args.episodes, args.device, outdir)
+    cfg, model, _ = load_trained(run_dir, args.device)
+    written = []
+    for number, path in enumerate(episodes):
+        frames = open_loop_video(model, read_episode(path), cfg, resolve_device(args.device))
+        written.append(write_gif(frames, outdir / f"openloop-{number:02d}.gif", fps=10))
+    print(f"wrote {len(returns)} policy videos and {len(written)} open-loop videos to {outdir}/ "
+          f"(returns: {', '.join(f'{r:.1f}' for r in returns)})")
+    return 0
+
+
+def add_collection_commands(commands: argparse._SubParsersAction) -> None:
+    """`tasks` and `collect`."""
+    tasks = commands.add_parser("tasks", help="list registered tasks, their defaults and spaces",
+                                description="List every registered task with its action repeat, episode "
+                                            "length, image size, observation and action spaces.")
+    tasks.add_argument("names", nargs="*", help="tasks to show (default: all registered tasks)")
+    tasks.add_argument("--no-spaces", action="store_true",
+                       help="skip building each env, so the spaces are not shown (faster)")
+    tasks.set_defaults(func=cmd_tasks)
+
+    collect = commands.add_parser(
+        "collect", help="collect random-agent episodes to .npz files",
+        description="Run the uniform random agent and write one .npz file per finished episode "
+                    "(the format the training loop reads).",
+        epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    collect.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
+    collect.add_argument("--episodes", type=int, default=5, help="number of episodes to write (default 5)")
+    collect.add_argument("--outdir", required=True, help="directory for the episode files")
+    collect.add_argument("--processes", type=int,
+                         help="envs stepped in parallel, each in its own process; 0 = one env in-process "
+                              "(env.processes)")
+    collect.add_argument("--gif", action="store_true", help="also write OUTDIR/episode.gif of the first episode")
+    collect.add_argument("--gif-scale", type=int, default=2, help="integer upscaling of the GIF frames (default 2)")
+    collect.add_argument("--fps", type=float, default=20.0, help="GIF frame rate (default 20)")
+    add_config_options(collect)
+    collect.set_defaults(func=cmd_collect)
+
+
+def add_training_commands(commands: argparse._SubParsersAction) -> None:
+    """`train`, `eval` and `visualize`."""
+    train = commands.add_parser(
+        "train", help="train PlaNet (starts, or resumes what is already in --logdir)",
+        description="Train PlaNet: random seed episodes, then world-model updates, MPC collection and test "
+                    "phases. Running the same command again resumes. Several workers may share a logdir.",
+        epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    train.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
+    train.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
+    train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...); default 1")
+    train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
+    train.add_argument("--index", type=int, help="do only run INDEX of the --runs (sweeps use this)")
+    train.add_argument("--retry-failed", action="store_true", help="try failed runs again from their checkpoint")
+    train.add_argument("--wait", action="store_true",
+                       help="wait for runs held by another worker until they are done or stale, then take over")
+    add_config_options(train)
+    train.set_defaults(func=cmd_train)
+
+    evaluate = commands.add_parser("eval", help="mean and std of the return of a run's latest checkpoint",
+                                   description="Run test episodes (no exploration noise) with the latest "
+                                               "checkpoint of a run and print the mean and std of the return.")
+    evaluate.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    evaluate.add_argument("--episodes", type=int, default=10, help="episodes, run in parallel (default 10)")
+    evaluate.add_argument("--json", help="also write the returns, mean and std to this JSON file")
+    evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    evaluate.set_defaults(func=cmd_eval)
+
+    visualize = commands.add_parser("visualize", help="videos of a trained agent and its open-loop predictions",
+                                    description="Write GIFs of policy episodes of the latest checkpoint and of "
+                                                "the model's open-loop predictions on them (truth/model/error).")
+    visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    visualize.add_argument("--out", required=True, help="directory for the videos")
+    visualize.add_argument("--episodes", type=int, default=2, help="policy episodes (default 2)")
+    visualize.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    visualize.set_defaults(func=cmd_visualize)

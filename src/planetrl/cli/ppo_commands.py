@@ -1,0 +1,112 @@
+"""PPO commands: ppo train, ppo eval, ppo visualize."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from planetrl import config as config_lib
+from planetrl.cli.common import PPO_SECTIONS, config_epilog, config_from
+
+
+def cmd_ppo_train(args: argparse.Namespace) -> int:
+    from planetrl.training.ppo import PPORun
+
+    if args.config not in config_lib.PPO_CONFIGS:
+        raise config_lib.ConfigError(f"unknown PPO config '{args.config}'; allowed: "
+                                     f"{', '.join(sorted(config_lib.PPO_CONFIGS))}")
+    from planetrl.training.runner import run_experiment
+
+    cfg, explicit = config_from(config_lib.PPO_CONFIGS[args.config], args.overrides,
+                                {"run.device": args.device, "run.seed": args.seed})
+    return run_experiment(Path(args.logdir), args.runs, cfg, explicit,
+                           lambda run_dir, run_cfg, fence: PPORun(run_dir, run_cfg, not args.no_progress, fence),
+                           retry_failed=args.retry_failed)
+
+
+def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | None) -> tuple[list[float], list[Path]]:
+    """Episodes of a trained PPO agent's mean action; with `outdir`, rendered and kept there."""
+    from planetrl.data.episodes import EpisodeWriter
+    from planetrl.envs.make import make_batch_env
+    from planetrl.envs.registry import import_task_modules
+    from planetrl.training.driver import Driver
+    from planetrl.training.ppo import load_trained_ppo
+    from planetrl.training.rundir import require_run_dir
+
+    cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml")
+    import_task_modules(cfg.run.imports)
+    env_cfg = config_lib.set_values(cfg, {"env.pixels": pixels, "env.processes": 0}).env
+    env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed + 17)
+    callbacks: list[Any] = []
+    try:
+        agent = load_trained_ppo(run_dir, cfg, env)
+        if outdir is not None:
+            discrete = getattr(env.action_space, "n", None)
+            callbacks.append(EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None))
+        results = Driver(env, agent, callbacks, seed=cfg.run.seed + 17).run(episodes, explore=False)
+    finally:
+        env.close()
+    return [r.score for r in results], (callbacks[0].written if callbacks else [])
+
+
+def cmd_ppo_eval(args: argparse.Namespace) -> int:
+    import json
+
+    returns, _ = _ppo_episodes(Path(args.run), args.episodes, pixels=False, outdir=None)
+    mean, std = float(np.mean(returns)), float(np.std(returns))
+    print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n")
+    return 0
+
+
+def cmd_ppo_visualize(args: argparse.Namespace) -> int:
+    from planetrl.data.episodes import read_episode
+    from planetrl.viz import write_gif
+
+    outdir = Path(args.out)
+    scores, written = _ppo_episodes(Path(args.run), args.episodes, pixels=True, outdir=outdir)
+    for number, path in enumerate(written):
+        write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=30, scale=2)
+    print(f"wrote {len(written)} videos to {outdir}/ (returns: " + ", ".join(f"{r:.1f}" for r in scores) + ")")
+    return 0
+
+
+def add_ppo_commands(commands: argparse._SubParsersAction) -> None:
+    """`ppo train`, `ppo visualize` and `ppo eval`."""
+    ppo = commands.add_parser("ppo", help="the batched PPO baseline: train and visualize",
+                              description="Batched PPO from state on the same environment layer (the agents "
+                                          "library's train and visualize scripts).")
+    ppo_commands = ppo.add_subparsers(dest="ppo_command", required=True, metavar="PPO_COMMAND",
+                                      help="train or visualize")
+    ppo_train = ppo_commands.add_parser(
+        "train", help="train PPO (resumes what is already in --logdir)",
+        description="Train batched PPO; running the same command again resumes.",
+        epilog=config_epilog(PPO_SECTIONS),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ppo_train.add_argument("--config", required=True, help="PPO config: " + ", ".join(
+        f"{name} ({block['env.task']})" for name, block in sorted(config_lib.PPO_CONFIGS.items())))
+    ppo_train.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
+    ppo_train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...)")
+    ppo_train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
+    ppo_train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                           help="override one config value, e.g. --set ppo.lr=3e-4 (repeatable)")
+    ppo_train.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
+    ppo_train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
+    ppo_train.add_argument("--retry-failed", action="store_true", help="try failed runs again from their checkpoint")
+    ppo_train.set_defaults(func=cmd_ppo_train)
+    ppo_visualize = ppo_commands.add_parser("visualize", help="videos of a trained PPO agent's episodes",
+                                            description="Render episodes of the latest checkpoint as GIFs.")
+    ppo_visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    ppo_visualize.add_argument("--out", required=True, help="directory for the videos")
+    ppo_visualize.add_argument("--episodes", type=int, default=2, help="episodes to render (default 2)")
+    ppo_visualize.set_defaults(func=cmd_ppo_visualize)
+    ppo_eval = ppo_commands.add_parser("eval", help="mean and std of a trained PPO agent's return",
+                                       description="Run the latest checkpoint's mean action for N episodes.")
+    ppo_eval.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    ppo_eval.add_argument("--episodes", type=int, default=30, help="episodes (default 30, as batch-ppo)")
+    ppo_eval.add_argument("--json", help="also write the returns, mean and std to this JSON file")
+    ppo_eval.set_defaults(func=cmd_ppo_eval)

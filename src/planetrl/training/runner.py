@@ -1,0 +1,116 @@
+"""Doing an experiment's runs: check, claim, run, and mark each DONE or FAIL; shared by both recipes.
+
+`make_run(run_dir, cfg, fence)` builds a recipe's run (PlaNet or PPO) whose `run()` does the work and
+calls `fence()` before every write, so a worker that lost its claim stops.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from planetrl import config as config_lib
+from planetrl.envs.registry import resolve
+from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
+from planetrl.training.rundir import prepare_run_dir
+from planetrl.training.updater import resolve_device
+
+MakeRun = Callable[[Path, config_lib.Config, Callable[[], None]], Any]
+
+
+def check_before_creating(logdir: Path, cfg: config_lib.Config) -> None:
+    """The task, the device and the logdir are checked before any directory is made or marked."""
+    resolve(cfg.env.task)
+    try:
+        resolve_device(cfg.run.device)
+    except RuntimeError as error:
+        raise config_lib.ConfigError(str(error)) from error
+    if logdir.exists() and not logdir.is_dir():
+        raise NotADirectoryError(f"--logdir {logdir} is a file, not a directory")
+    try:
+        logdir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OSError(f"cannot create --logdir {logdir}: {error.strerror or error}") from error
+    if not os.access(logdir, os.W_OK):
+        raise PermissionError(f"--logdir {logdir} is not writable")
+
+
+def failure_reason(run_dir: Path) -> str:
+    """The last line of a run's FAIL file (the error and its message)."""
+    lines = [line for line in (run_dir / FAIL).read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no reason recorded"
+
+
+def _earlier_failures(logdir: Path, runs: int, only: int | None, retry: bool) -> int:
+    """Report runs that failed before (or clear their FAIL to retry them); returns how many were reported."""
+    reported = 0
+    for index, run_dir in enumerate(run_dirs(logdir, runs)):
+        if not (run_dir / FAIL).exists() or (only is not None and index != only):
+            continue
+        if retry:
+            os.replace(run_dir / FAIL, run_dir / f"{FAIL}.{int(time.time())}")
+        else:
+            reported += 1
+            print(f"run {run_dir} failed earlier: {failure_reason(run_dir)}\n"
+                  f"  rerun with --retry-failed to try again from its checkpoint", file=sys.stderr)
+    return reported
+
+
+def _record_failure(run_dir: Path, claim: Claim, error: Exception) -> None:
+    try:
+        claim.fail(traceback.format_exc())
+        where = f"traceback in {run_dir / FAIL}"
+    except (OSError, ClaimLost) as unrecorded:
+        claim.abandon()
+        where = f"FAIL could not be written ({unrecorded})"
+    print(f"run {run_dir} FAILED: {type(error).__name__}: {error}\n"
+          f"  {where}; the last good checkpoint is kept", file=sys.stderr)
+
+
+def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.Config, explicit: dict[str, object],
+             make_run: MakeRun) -> bool:
+    """One claimed run to its verdict; returns whether it finished."""
+    try:
+        cfg = prepare_run_dir(run_dir, cfg, explicit)
+        print(f"run {run_dir}: task {cfg.env.task}, seed {cfg.run.seed}", flush=True)
+        result = make_run(run_dir, cfg, claim.check).run()
+    except ClaimLost as lost:
+        claim.abandon()
+        print(f"run {run_dir} stopped: {lost}", file=sys.stderr)
+        return False
+    except (KeyboardInterrupt, config_lib.ConfigError):
+        claim.abandon()
+        raise
+    except Exception as error:  # noqa: BLE001 - recorded in FAIL with its traceback
+        _record_failure(run_dir, claim, error)
+        return False
+    claim.done()
+    summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
+    print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
+          f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: .venv/bin/tensorboard --logdir {run_dir / 'events'}"
+          f"\n  videos: {run_dir / 'videos'}/", flush=True)
+    return True
+
+
+def run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: dict[str, object],
+                   make_run: MakeRun, only: int | None = None, wait: bool = False,
+                   retry_failed: bool = False) -> int:
+    """Claim the experiment's runs one by one and do each; exit status 1 if any failed, now or before."""
+    if runs < 1:
+        raise config_lib.ConfigError(f"--runs must be at least 1, got {runs}")
+    if only is not None and not 0 <= only < runs:
+        raise config_lib.ConfigError(f"--index must be within 0..{runs - 1}, got {only}")
+    check_before_creating(logdir, cfg)
+    failures = _earlier_failures(logdir, runs, only, retry_failed)
+    for index, run_dir, claim in claimable_runs(logdir, runs, cfg.train.stale_seconds, only, wait):
+        run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
+        run_explicit = {**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit
+        failures += not _run_one(run_dir, claim, run_cfg, run_explicit, make_run)
+    states = [run_state(d, cfg.train.stale_seconds) for d in run_dirs(logdir, runs)]
+    print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))
+    return 1 if failures else 0
