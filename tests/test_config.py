@@ -60,3 +60,9 @@ def test_yaml_with_unknown_key_fails(tmp_path):
 def test_every_field_has_help():
     for key, _, help_text in C.describe():
         assert help_text, f"{key} has no help line"
+
+
+def test_contradicting_values_are_an_error_not_a_silent_clamp():
+    with pytest.raises(C.ConfigError, match=r"planner.elites \(100\) must be at most planner.candidates \(50\)"):
+        C.build("paper", ["planner.candidates=50"])
+    assert C.build("paper", ["planner.candidates=50", "planner.elites=5"]).planner.elites == 5

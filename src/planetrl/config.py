@@ -243,7 +243,15 @@ def set_values(cfg: Config, overrides: typing.Mapping[str, Any]) -> Config:
         sections.setdefault(section_name, {})[name] = value
     for section_name, values in sections.items():
         cfg = replace(cfg, **{section_name: replace(getattr(cfg, section_name), **values)})
+    _check_together(cfg)
     return cfg
+
+
+def _check_together(cfg: Config) -> None:
+    """Values that contradict each other are an error, never silently adjusted."""
+    if cfg.planner.elites > cfg.planner.candidates:
+        raise ConfigError(f"planner.elites ({cfg.planner.elites}) must be at most planner.candidates "
+                          f"({cfg.planner.candidates}); set both, e.g. --set planner.elites=30")
 
 
 def parse_assignments(items: typing.Iterable[str]) -> dict[str, Any]:

@@ -1,5 +1,8 @@
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
+import pytest
 import torch
 
 from planetrl.agents.mpc import MPCAgent
@@ -62,7 +65,9 @@ def test_exploration_noise_and_bounds():
 
 def test_discrete_actions():
     model = WorldModel(3, 64, "deterministic", belief_size=8, hidden_size=8, depth=4)
-    agent = MPCAgent(model, gym.spaces.Discrete(3), 2, SETTINGS)
+    with pytest.raises(ValueError, match="discrete=False"):  # settings that contradict the space are an error
+        MPCAgent(model, gym.spaces.Discrete(3), 2, SETTINGS)
+    agent = MPCAgent(model, gym.spaces.Discrete(3), 2, dataclasses.replace(SETTINGS, discrete=True))
     action = agent.act(_obs(2), explore=False)
     assert action.shape == (2,) and set(action.tolist()) <= {0, 1, 2}
     assert agent.prev_action.shape == (2, 3)

@@ -40,7 +40,8 @@ class MPCAgent:
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.action_size = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
         if settings.discrete != self.discrete:
-            settings = CEMSettings(**{**settings.__dict__, "discrete": self.discrete})
+            kind = "discrete" if self.discrete else "continuous"
+            raise ValueError(f"CEMSettings(discrete={settings.discrete}) for a {kind} action space")
         self.settings = settings
         self.num_envs = num_envs
         self.bits = bits

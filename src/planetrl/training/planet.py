@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 import yaml
@@ -57,7 +58,8 @@ def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, se
                     noise: float | None = None) -> MPCAgent:
     """The MPC agent the config describes, for every env of a batch; `noise` overrides the exploration noise."""
     p = cfg.planner
-    settings = CEMSettings(p.horizon, p.iterations, p.candidates, min(p.elites, p.candidates), p.min_std)
+    settings = CEMSettings(horizon=p.horizon, iterations=p.iterations, candidates=p.candidates, elites=p.elites,
+                           min_std=p.min_std, discrete=isinstance(env.action_space, gym.spaces.Discrete))
     return MPCAgent(model, env.action_space, len(env), settings, bits=cfg.data.image_bits,
                     noise=p.exploration_noise if noise is None else noise, warm_start=p.warm_start, seed=seed,
                     precision=p.precision, discount=p.discount)
