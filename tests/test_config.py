@@ -66,3 +66,11 @@ def test_contradicting_values_are_an_error_not_a_silent_clamp():
     with pytest.raises(C.ConfigError, match=r"planner.elites \(100\) must be at most planner.candidates \(50\)"):
         C.build("paper", ["planner.candidates=50"])
     assert C.build("paper", ["planner.candidates=50", "planner.elites=5"]).planner.elites == 5
+
+
+def test_seed_streams_keep_the_arithmetic_that_recorded_runs_used():
+    from planetrl.seeds import derive
+
+    assert derive(3, "envs", 1) == 3001 and derive(2, "collect", 5) == 200_011 and derive(1, "planner", 2) == 7921
+    with pytest.raises(ValueError, match="unknown seed stream 'nope'"):
+        derive(0, "nope")

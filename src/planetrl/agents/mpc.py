@@ -10,9 +10,11 @@ import numpy as np
 import torch
 
 from planetrl.data.loader import preprocess_image
+from planetrl.envs.spaces import action_size
 from planetrl.models.rssm import State
 from planetrl.models.world_model import WorldModel, autocast
 from planetrl.planning.cem import CEMSettings, plan, shift_plan
+from planetrl.seeds import derive
 
 
 class _Discounted:
@@ -38,7 +40,7 @@ class MPCAgent:
         self.model = model
         self.objective = _Discounted(model, discount)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
-        self.action_size = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        self.action_size = action_size(action_space)
         if settings.discrete != self.discrete:
             kind = "discrete" if self.discrete else "continuous"
             raise ValueError(f"CEMSettings(discrete={settings.discrete}) for a {kind} action space")
@@ -50,7 +52,8 @@ class MPCAgent:
         self.precision = precision
         self.device = next(model.parameters()).device
         # One generator per env: planning a batch equals planning each env alone with its seed.
-        self.generators = [torch.Generator(device=self.device).manual_seed(seed * 7919 + i) for i in range(num_envs)]
+        self.generators = [torch.Generator(device=self.device).manual_seed(derive(seed, "planner", i))
+                           for i in range(num_envs)]
         self._rng = np.random.default_rng(seed)
         self.state: State = model.initial(num_envs)
         self.prev_action = torch.zeros(num_envs, self.action_size, device=self.device)

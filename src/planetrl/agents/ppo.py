@@ -32,6 +32,7 @@ from torch.distributions import Categorical, Distribution, Normal, kl_divergence
 from torch.nn import functional as F
 
 from planetrl.agents.normalize import StreamingNormalizer
+from planetrl.envs.spaces import action_size
 from planetrl.models.rssm import glorot_uniform
 
 __all__ = ["PPOAgent", "PPOSettings", "StreamingNormalizer", "adapt_penalty", "discounted_return", "gae"]
@@ -92,14 +93,14 @@ class ActorCritic(nn.Module):
         super().__init__()
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.squash = settings.squash_mean and not self.discrete
-        action_size = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
-        self.policy = mlp(obs_size, action_size, settings.policy_layers, settings.activation)
+        size = action_size(action_space)
+        self.policy = mlp(obs_size, size, settings.policy_layers, settings.activation)
         self.value = mlp(obs_size, 1, settings.value_layers, settings.activation)
         with torch.no_grad():  # batch-ppo: variance scaling with factor 0.1 (truncated normal, fan-in)
             out = self.policy[-1]
             std = math.sqrt(1.3 * 0.1 / out.in_features)
             nn.init.trunc_normal_(out.weight, std=std, a=-2 * std, b=2 * std)
-        self.std_param = nn.Parameter(torch.full((action_size,), math.log(math.expm1(settings.init_std))))
+        self.std_param = nn.Parameter(torch.full((size,), math.log(math.expm1(settings.init_std))))
 
     def params(self, obs: torch.Tensor) -> dict[str, torch.Tensor]:
         """The policy's parameters: `logits`, or `mean` and `std`."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from planetrl import config as config_lib
 from planetrl.cli.common import add_config_options, config_epilog, resolve_args, resolve_config
+from planetrl.seeds import derive
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
@@ -43,6 +44,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from planetrl.agents.random import RandomAgent
     from planetrl.data.episodes import EpisodeWriter, read_episode
     from planetrl.envs.make import make_batch_env
+    from planetrl.envs.spaces import discrete_choices
     from planetrl.training.driver import Driver
     from planetrl.viz import write_gif
 
@@ -54,8 +56,8 @@ def cmd_collect(args: argparse.Namespace) -> int:
     start = time.time()
     env = make_batch_env(cfg.env, count, seed=cfg.run.seed)
     try:
-        discrete = getattr(env.action_space, "n", None)
-        writer = EpisodeWriter(outdir, num_actions=int(discrete) if discrete else None)
+        discrete = discrete_choices(env.action_space)
+        writer = EpisodeWriter(outdir, num_actions=discrete)
         agent = RandomAgent(env.action_space, len(env), seed=cfg.run.seed)
         driver = Driver(env, agent, [writer], seed=cfg.run.seed)
         with tqdm(total=args.episodes, desc=f"collect {cfg.env.task}", unit="episode") as bar:
@@ -89,20 +91,21 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str,
     """Run the latest checkpoint's MPC agent without exploration; with `outdir`, keep episodes and GIFs."""
     from planetrl.data.episodes import EpisodeWriter, read_episode
     from planetrl.envs.make import make_batch_env
+    from planetrl.envs.spaces import discrete_choices
     from planetrl.training.driver import Driver
     from planetrl.training.planet import build_mpc_agent, load_trained
     from planetrl.viz import write_gif
 
     cfg, model, updates = load_trained(run_dir, device)
     env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
-    env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed * 1000 + 3)
+    env = make_batch_env(env_cfg, episodes, seed=derive(cfg.run.seed, "envs", 3))
     written = []
     try:
         agent = build_mpc_agent(cfg, model, env, seed=cfg.run.seed, noise=0.0)
         callbacks = []
         if outdir is not None:
-            discrete = getattr(env.action_space, "n", None)
-            writer = EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None)
+            discrete = discrete_choices(env.action_space)
+            writer = EpisodeWriter(outdir / "episodes", num_actions=discrete)
             callbacks.append(writer)
             written = writer.written
         results = Driver(env, agent, callbacks, seed=cfg.run.seed + 99).run(episodes, explore=False)

@@ -32,6 +32,7 @@ def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | Non
     from planetrl.data.episodes import EpisodeWriter
     from planetrl.envs.make import make_batch_env
     from planetrl.envs.registry import import_task_modules
+    from planetrl.envs.spaces import discrete_choices
     from planetrl.training.driver import Driver
     from planetrl.training.ppo import load_trained_ppo
     from planetrl.training.rundir import require_run_dir
@@ -44,8 +45,8 @@ def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | Non
     try:
         agent = load_trained_ppo(run_dir, cfg, env)
         if outdir is not None:
-            discrete = getattr(env.action_space, "n", None)
-            callbacks.append(EpisodeWriter(outdir / "episodes", num_actions=int(discrete) if discrete else None))
+            discrete = discrete_choices(env.action_space)
+            callbacks.append(EpisodeWriter(outdir / "episodes", num_actions=discrete))
         results = Driver(env, agent, callbacks, seed=cfg.run.seed + 17).run(episodes, explore=False)
     finally:
         env.close()

@@ -11,6 +11,7 @@ from planetrl.envs import wrappers
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.process import ExternalProcess
 from planetrl.envs.registry import TaskSpec, resolve
+from planetrl.seeds import derive
 
 
 def action_repeat(cfg: EnvConfig, spec: TaskSpec | None = None) -> int:
@@ -72,7 +73,7 @@ def make_batch_env(cfg: EnvConfig, count: int, seed: int = 0) -> BatchEnv:
     envs: list[Any] = []
     try:
         for index in range(count):
-            envs.append(make_robust_env(cfg, seed=seed * 10007 + index))
+            envs.append(make_robust_env(cfg, seed=derive(seed, "env-in-batch", index)))
     except BaseException:
         for env in envs:
             env.close()

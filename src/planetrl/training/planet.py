@@ -37,6 +37,8 @@ from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
 
 __all__ = ["PlanetRun", "load_trained", "open_loop_video", "prepare_run_dir", "read_tests"]
+from planetrl.envs.spaces import action_size, discrete_choices
+from planetrl.seeds import derive
 from planetrl.viz import encode_gif, label_openloop, openloop_frames
 
 log = logging.getLogger(__name__)
@@ -120,8 +122,7 @@ class PlanetRun:
     # -------------------------------------------------------------- pieces
 
     def _writer(self, directory: Path, env: BatchEnv) -> EpisodeWriter:
-        discrete = getattr(env.action_space, "n", None)
-        return EpisodeWriter(directory, num_actions=int(discrete) if discrete else None)
+        return EpisodeWriter(directory, num_actions=discrete_choices(env.action_space))
 
     def _callbacks(self, directory: Path, env: BatchEnv) -> tuple[list[Callable[..., Any]], EpisodeWriter]:
         """Driver callbacks: the fence before the episode writer, so a lost claim writes no episode."""
@@ -154,7 +155,7 @@ class PlanetRun:
 
         if enough():
             return
-        env = make_batch_env(cfg.env, max(cfg.env.processes, 1), seed=cfg.run.seed * 1000 + offset)
+        env = make_batch_env(cfg.env, max(cfg.env.processes, 1), seed=derive(cfg.run.seed, "envs", offset))
         try:
             while not enough():
                 count = catalog.count()
@@ -162,7 +163,7 @@ class PlanetRun:
                     raise RuntimeError(f"{count} random episodes in {directory} and none has the {chunk} steps a "
                                        f"training chunk needs; lower data.chunk_length")
                 missing = max(cfg.train.seed_episodes - count, 1)
-                seed = cfg.run.seed * 1000 + offset + count
+                seed = derive(cfg.run.seed, "envs", offset + count)
                 agent = RandomAgent(env.action_space, len(env), seed=seed)
                 with _EpisodeCounter(f"random seed episodes into {directory.name}", count, count + missing,
                                      self.progress) as counter:
@@ -229,9 +230,9 @@ class PlanetRun:
             log.info("removed %s, left by an interrupted write", orphan)
         torch.manual_seed(cfg.run.seed)
         np.random.seed(cfg.run.seed % 2**32)
-        self.collect_env = make_batch_env(cfg.env, 1, seed=cfg.run.seed * 1000 + 1)
+        self.collect_env = make_batch_env(cfg.env, 1, seed=derive(cfg.run.seed, "envs", 1))
         space = self.collect_env.action_space
-        self.action_size = int(getattr(space, "n", 0) or np.prod(space.shape))
+        self.action_size = action_size(space)
         self._open_catalogs(self.action_size)
         self._seed_episodes(self.train_catalog, 0, need_chunk=True)
         self._seeded()  # recorded once the train directory's seeding is complete
@@ -288,9 +289,10 @@ class PlanetRun:
         """One episode with the MPC agent and exploration noise into the train directory."""
         cfg, env = self.cfg, self.collect_env
         index = self._collected()
-        agent = build_mpc_agent(cfg, self.model, env, seed=cfg.run.seed * 100_003 + index)
+        seed = derive(cfg.run.seed, "collect", index)
+        agent = build_mpc_agent(cfg, self.model, env, seed=seed)
         start = time.perf_counter()
-        driver = Driver(env, agent, self._callbacks(self.train_dir, env)[0], seed=cfg.run.seed * 100_003 + index)
+        driver = Driver(env, agent, self._callbacks(self.train_dir, env)[0], seed=seed)
         [result] = driver.run(1, explore=True)
         seconds = time.perf_counter() - start
         self.replay.refresh()
@@ -305,7 +307,7 @@ class PlanetRun:
     def _test_env(self) -> BatchEnv:
         if self.test_env is None:
             self.test_env = make_batch_env(replace(self.cfg.env, processes=max(self.cfg.env.processes, 1)),
-                                           self.cfg.train.test_episodes, seed=self.cfg.run.seed * 1000 + 2)
+                                           self.cfg.train.test_episodes, seed=derive(self.cfg.run.seed, "envs", 2))
         return self.test_env
 
     def _teardown(self) -> None:
@@ -328,10 +330,10 @@ class PlanetRun:
             for path in leftovers:
                 path.unlink()
             log.info("removed %d episodes of an interrupted test phase", len(leftovers))
-        agent = build_mpc_agent(self.cfg, model, env, seed=self.cfg.run.seed * 7_000_003 + tests_done)
+        agent = build_mpc_agent(self.cfg, model, env, seed=derive(self.cfg.run.seed, "test", tests_done))
         callbacks, writer = self._callbacks(staging, env)
         start = time.perf_counter()
-        results = Driver(env, agent, callbacks, seed=self.cfg.run.seed * 7_000_003 + tests_done).run(
+        results = Driver(env, agent, callbacks, seed=derive(self.cfg.run.seed, "test", tests_done)).run(
             self.cfg.train.test_episodes, explore=False)
         seconds = time.perf_counter() - start
         returns = np.array([r.score for r in results])

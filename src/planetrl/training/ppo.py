@@ -17,6 +17,7 @@ from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, make_batch_env
 from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger
+from planetrl.seeds import derive
 from planetrl.training.driver import Driver
 from planetrl.training.rundir import load_checkpoint, save_checkpoint
 from planetrl.training.updater import resolve_device
@@ -73,7 +74,7 @@ class PPORun:
         last: dict[str, float] = {}
         try:
             while env_steps < p.total_steps:
-                results = Driver(env, agent, seed=cfg.run.seed * 1_000_003 + updates).run(p.update_every)
+                results = Driver(env, agent, seed=derive(cfg.run.seed, "ppo-batch", updates)).run(p.update_every)
                 steps = sum(r.length for r in results) * repeat
                 metrics = agent.update()
                 updates += 1
@@ -87,7 +88,7 @@ class PPORun:
                     shown["eval_return"] = f"{last['eval/return']:.1f}"
                 bar.set_postfix(shown)
                 if updates % p.eval_every == 0 or env_steps >= p.total_steps:
-                    evaluated = Driver(env, agent, seed=cfg.run.seed * 7_000_003 + updates).run(
+                    evaluated = Driver(env, agent, seed=derive(cfg.run.seed, "test", updates)).run(
                         p.eval_episodes, explore=False)  # the mean action; nothing is buffered
                     returns = np.array([r.score for r in evaluated])
                     last = {"eval/return": float(returns.mean()), "eval/return_std": float(returns.std())}
