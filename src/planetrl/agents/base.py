@@ -18,4 +18,9 @@ class Agent(Protocol):
         """Actions for every env of the batch, from stacked observations."""
 
     def observe(self, transition: dict[str, Any]) -> None:
-        """See the batch of transitions that followed the last actions."""
+        """See the batch of transitions that followed the last actions.
+
+        Keys: `obs` (the next observations), `action`, `reward`, `is_last` (the episode ended, by time
+        limit or otherwise), `is_terminal` (it ended for real) and `indices` (the envs these rows belong
+        to): the same step vocabulary as the driver's callbacks and the episode files.
+        """

@@ -240,9 +240,9 @@ class PPOAgent:
                 "obs": pending["obs"][index], "action": pending["action"][index],
                 "params": {k: v[index] for k, v in pending["params"].items()},
                 "reward": float(rewards[row]), "next_obs": next_obs[row],
-                "terminal": bool(transition["terminated"][row]),
+                "terminal": bool(transition["is_terminal"][row]),
             })
-            if transition["terminated"][row] or transition["truncated"][row]:
+            if transition["is_last"][row]:
                 self.episodes.append(self._open[index])
                 self._open[index] = []
 

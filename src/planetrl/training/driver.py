@@ -107,7 +107,8 @@ class Driver:
                     if progress is not None:
                         progress.update(1)
             self.agent.observe({"obs": next_obs, "action": np.asarray(chosen), "reward": rewards,
-                                "terminated": terminated, "truncated": truncated, "indices": list(active)})
+                                "is_last": np.logical_or(terminated, truncated), "is_terminal": np.asarray(terminated),
+                                "indices": list(active)})
             again = ended[: max(0, episodes - started)]
             started += len(again)
             active = [i for i in active if i not in ended or i in again]
