@@ -34,11 +34,29 @@ def describe_keys(sections: Sequence[str]) -> str:
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """--preset; --set and --seed come from `overrides_parent`."""
     parser.add_argument("--preset", choices=sorted(config_lib.PRESETS),
                         help="named block of config overrides, applied before --set")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+
+
+def overrides_parent() -> argparse.ArgumentParser:
+    """--set and --seed, shared by every command that builds a configuration."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="override one config value, e.g. --set env.image_size=64 (repeatable)")
-    parser.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
+    parent.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
+    return parent
+
+
+def experiment_parent() -> argparse.ArgumentParser:
+    """The options of a training command (train, ppo train): where, how many runs, device, output, retries."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
+    parent.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...); default 1")
+    parent.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
+    parent.add_argument("--no-progress", action="store_true", help="no progress bar; a line a minute (for logs)")
+    parent.add_argument("--retry-failed", action="store_true", help="try failed runs again from their checkpoint")
+    return parent
 
 
 def config_from(block: dict[str, object], overrides: Sequence[str],

@@ -8,7 +8,14 @@ import sys
 from pathlib import Path
 
 from planetrl import config as config_lib
-from planetrl.cli.common import IMPORTS, add_config_options, config_epilog, describe_keys, resolve_config
+from planetrl.cli.common import (
+    IMPORTS,
+    add_config_options,
+    config_epilog,
+    describe_keys,
+    overrides_parent,
+    resolve_config,
+)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -124,7 +131,7 @@ def add_results_commands(commands: argparse._SubParsersAction) -> None:
 def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     """`sweep`, `status`, `report` and `config`."""
     sweep = commands.add_parser(
-        "sweep", help="train every task x seed, locally or on a Ray cluster",
+        "sweep", parents=[overrides_parent()], help="train every task x seed, locally or on a Ray cluster",
         description="One experiment per task (LOGDIR/<task>/run-NN, one run per seed). Runs already done are "
                     "skipped, so the same command finishes what is missing; a run whose process dies is retried "
                     "and resumes from its checkpoint. With Ray, LOGDIR must be on storage every node sees.",
@@ -158,7 +165,8 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     report.add_argument("--out", required=True, help="directory for report.md and the plots")
     report.set_defaults(func=cmd_report)
 
-    show = commands.add_parser("config", help="print the resolved configuration as YAML",
+    show = commands.add_parser("config", parents=[overrides_parent()],
+                               help="print the resolved configuration as YAML",
                                description="Print the configuration that a preset and overrides resolve to.",
                                epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_options(show)

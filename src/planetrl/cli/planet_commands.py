@@ -9,7 +9,14 @@ from pathlib import Path
 import numpy as np
 
 from planetrl import config as config_lib
-from planetrl.cli.common import add_config_options, config_epilog, resolve_args, resolve_config
+from planetrl.cli.common import (
+    add_config_options,
+    config_epilog,
+    experiment_parent,
+    overrides_parent,
+    resolve_args,
+    resolve_config,
+)
 from planetrl.seeds import derive
 
 
@@ -163,7 +170,7 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
     tasks.set_defaults(func=cmd_tasks)
 
     collect = commands.add_parser(
-        "collect", help="collect random-agent episodes to .npz files",
+        "collect", parents=[overrides_parent()], help="collect random-agent episodes to .npz files",
         description="Run the uniform random agent and write one .npz file per finished episode "
                     "(the format the training loop reads).",
         epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -184,18 +191,14 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
 def add_training_commands(commands: argparse._SubParsersAction) -> None:
     """`train`, `eval` and `visualize`."""
     train = commands.add_parser(
-        "train", help="train PlaNet (starts, or resumes what is already in --logdir)",
+        "train", parents=[experiment_parent(), overrides_parent()],
+        help="train PlaNet (starts, or resumes what is already in --logdir)",
         description="Train PlaNet: random seed episodes, then world-model updates, MPC collection and test "
                     "phases. Running the same command again resumes. Several workers may share a logdir.",
         epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     train.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
-    train.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
-    train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...); default 1")
-    train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
-    train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
     train.add_argument("--index", type=int, help="do only run INDEX of the --runs (sweeps use this)")
-    train.add_argument("--retry-failed", action="store_true", help="try failed runs again from their checkpoint")
     train.add_argument("--wait", action="store_true",
                        help="wait for runs held by another worker until they are done or stale, then take over")
     add_config_options(train)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from planetrl import config as config_lib
-from planetrl.cli.common import PPO_SECTIONS, config_epilog, config_from
+from planetrl.cli.common import PPO_SECTIONS, config_epilog, config_from, experiment_parent, overrides_parent
 
 
 def cmd_ppo_train(args: argparse.Namespace) -> int:
@@ -84,20 +84,13 @@ def add_ppo_commands(commands: argparse._SubParsersAction) -> None:
     ppo_commands = ppo.add_subparsers(dest="ppo_command", required=True, metavar="PPO_COMMAND",
                                       help="train or visualize")
     ppo_train = ppo_commands.add_parser(
-        "train", help="train PPO (resumes what is already in --logdir)",
+        "train", parents=[experiment_parent(), overrides_parent()],
+        help="train PPO (resumes what is already in --logdir)",
         description="Train batched PPO; running the same command again resumes.",
         epilog=config_epilog(PPO_SECTIONS),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ppo_train.add_argument("--config", required=True, help="PPO config: " + ", ".join(
         f"{name} ({block['env.task']})" for name, block in sorted(config_lib.PPO_CONFIGS.items())))
-    ppo_train.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
-    ppo_train.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...)")
-    ppo_train.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
-    ppo_train.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                           help="override one config value, e.g. --set ppo.lr=3e-4 (repeatable)")
-    ppo_train.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
-    ppo_train.add_argument("--no-progress", action="store_true", help="no progress bar (for logs and CI)")
-    ppo_train.add_argument("--retry-failed", action="store_true", help="try failed runs again from their checkpoint")
     ppo_train.set_defaults(func=cmd_ppo_train)
     ppo_visualize = ppo_commands.add_parser("visualize", help="videos of a trained PPO agent's episodes",
                                             description="Render episodes of the latest checkpoint as GIFs.")
