@@ -266,14 +266,22 @@ def parse_assignments(items: typing.Iterable[str]) -> dict[str, Any]:
     return result
 
 
+def resolve(block: typing.Mapping[str, Any], assignments: typing.Iterable[str] = (),
+            flags: typing.Mapping[str, Any] | None = None, base: Config | None = None) -> tuple[Config, dict[str, Any]]:
+    """The one path to a config: defaults, a named block, `key=value` assignments, then flags (None = unset).
+
+    Also returns the keys set explicitly, which a resumed run's saved config must agree with.
+    """
+    explicit = {**block, **parse_assignments(assignments),
+                **{k: v for k, v in (flags or {}).items() if v is not None}}
+    return set_values(base or Config(), explicit), explicit
+
+
 def build(preset: str | None = None, overrides: typing.Iterable[str] = (), base: Config | None = None) -> Config:
     """Defaults, then the named preset, then `section.key=value` overrides."""
-    cfg = base or Config()
-    if preset:
-        if preset not in PRESETS:
-            raise ConfigError(f"Unknown preset '{preset}'; allowed: {', '.join(sorted(PRESETS))}.")
-        cfg = set_values(cfg, PRESETS[preset])
-    return set_values(cfg, parse_assignments(overrides))
+    if preset and preset not in PRESETS:
+        raise ConfigError(f"Unknown preset '{preset}'; allowed: {', '.join(sorted(PRESETS))}.")
+    return resolve(PRESETS[preset] if preset else {}, overrides, base=base)[0]
 
 
 # ---------------------------------------------------------------- YAML

@@ -66,11 +66,8 @@ def config_from(block: dict[str, object], overrides: Sequence[str],
     Returns the config and the keys this command line sets explicitly, which
     must agree with a resumed run's saved config.
     """
-    explicit = {**block, **config_lib.parse_assignments(overrides),
-                **{k: v for k, v in flags.items() if v is not None}}
-    if IMPORTS:
-        explicit["run.imports"] = tuple(IMPORTS)
-    return config_lib.set_values(config_lib.Config(), explicit), explicit
+    imports = {"run.imports": tuple(IMPORTS)} if IMPORTS else {}
+    return config_lib.resolve(block, overrides, {**flags, **imports})
 
 
 IMPORTS: list[str] = []  # --import MODULE, anywhere on the command line
