@@ -272,3 +272,21 @@ def test_test_episodes_are_those_of_recorded_phases_and_leftovers_of_a_killed_ph
     assert main(argv) == 0
     assert not leftover.exists()
     assert len(list_episodes(run / "test_episodes")) == cfg.train.seed_episodes + recorded + cfg.train.test_episodes
+
+
+def test_a_checkpoint_object_saves_and_restores_its_parts_and_reads_the_older_rng_form(tmp_path):
+    from planetrl.training.rundir import Checkpoint, TorchRNG, save_checkpoint
+
+    model = torch.nn.Linear(2, 2)
+    path = tmp_path / "latest.pt"
+    Checkpoint(path, torch.device("cpu"), {"updater": model, "torch_rng": TorchRNG()}, needs="updater").save(updates=7)
+    expected = torch.rand(3)
+    fresh = torch.nn.Linear(2, 2)
+    parts = {"updater": fresh, "torch_rng": TorchRNG()}
+    values = Checkpoint(path, torch.device("cpu"), parts, needs="updater").restore()
+    assert values["updates"] == 7 and torch.equal(fresh.weight, model.weight)
+    assert torch.equal(torch.rand(3), expected)  # the generator continues where the saved state was
+    # Checkpoints written before the Checkpoint object held the generator state as a bare tensor.
+    save_checkpoint(path, {"updater": model.state_dict(), "torch_rng": torch.get_rng_state(), "updates": 3})
+    assert Checkpoint(path, torch.device("cpu"), {"updater": fresh, "torch_rng": TorchRNG()},
+                      needs="updater").restore()["updates"] == 3

@@ -32,7 +32,14 @@ from planetrl.models.world_model import WorldModel, count_parameters
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.driver import Driver
 from planetrl.training.progress import RunProgress, image_constant
-from planetrl.training.rundir import CHECKPOINT, load_checkpoint, prepare_run_dir, require_run_dir, save_checkpoint
+from planetrl.training.rundir import (
+    CHECKPOINT,
+    Checkpoint,
+    TorchRNG,
+    load_checkpoint,
+    prepare_run_dir,
+    require_run_dir,
+)
 from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
 
@@ -245,12 +252,11 @@ class PlanetRun:
         self.model = build_world_model(cfg, self.action_size)
         self.updater = WorldModelUpdater(self.model, cfg, self.device)
         self.updates = 0
-        checkpoint = load_checkpoint(self.checkpoint_path, self.device, needs="updater")
+        self.checkpoint = Checkpoint(self.checkpoint_path, self.device, needs="updater", parts={
+            "updater": self.updater, "loader": self.loader, "torch_rng": TorchRNG()})
+        checkpoint = self.checkpoint.restore()
         if checkpoint is not None:
-            self.updater.load_state_dict(checkpoint["updater"])
             self.updates = int(checkpoint["updates"])
-            self.loader.load_state_dict(checkpoint["loader"])
-            torch.set_rng_state(checkpoint["torch_rng"].cpu())
             log.info("resumed %s at update %d", self.run_dir, self.updates)
         self.logger = MetricsLogger(self.run_dir, keep_through=self.updates if checkpoint is not None else -1,
                                     wandb_project=cfg.run.wandb_project, config=config_lib.to_dict(cfg))
@@ -279,11 +285,7 @@ class PlanetRun:
                 self.logger.scalars(self.updates, {f"train/{k}": v for k, v in means.items()})
                 self.progress_view.train(means)
         self.fence()
-        save_checkpoint(self.checkpoint_path, {
-            "updater": self.updater.state_dict(), "updates": self.updates, "loader": self.loader.state_dict(),
-            "action_size": self.action_size, "torch_rng": torch.get_rng_state(),
-            "config": config_lib.to_dict(self.cfg),
-        })
+        self.checkpoint.save(updates=self.updates, action_size=self.action_size, config=config_lib.to_dict(self.cfg))
 
     def _collect_phase(self) -> None:
         """One episode with the MPC agent and exploration noise into the train directory."""

@@ -19,7 +19,7 @@ from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger
 from planetrl.seeds import derive
 from planetrl.training.driver import Driver
-from planetrl.training.rundir import load_checkpoint, save_checkpoint
+from planetrl.training.rundir import Checkpoint, load_checkpoint
 from planetrl.training.updater import resolve_device
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,9 @@ class PPORun:
         repeat = action_repeat(cfg.env)
         agent = build_agent(cfg, env)
         updates = env_steps = 0
-        checkpoint = load_checkpoint(self.checkpoint_path, agent.device, needs="agent")
+        state = Checkpoint(self.checkpoint_path, agent.device, parts={"agent": agent}, needs="agent")
+        checkpoint = state.restore()
         if checkpoint is not None:
-            agent.load_state_dict(checkpoint["agent"])
             updates, env_steps = int(checkpoint["updates"]), int(checkpoint["env_steps"])
             log.info("resumed %s at update %d (%d env steps)", self.run_dir, updates, env_steps)
         logger = MetricsLogger(self.run_dir, keep_through=env_steps if checkpoint is not None else -1,
@@ -99,8 +99,7 @@ class PPORun:
                               f"{metrics['return']:.1f} | eval return {returns.mean():.1f} +- {returns.std():.1f} | "
                               f"{(time.time() - start) / 60:.1f} min", flush=True)
                 self.fence()
-                save_checkpoint(self.checkpoint_path, {"agent": agent.state_dict(), "updates": updates,
-                                                       "env_steps": env_steps, "config": config_lib.to_dict(cfg)})
+                state.save(updates=updates, env_steps=env_steps, config=config_lib.to_dict(cfg))
         finally:
             bar.close()
             env.close()

@@ -12,7 +12,7 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -53,6 +53,47 @@ def load_checkpoint(path: Path, device: torch.device, needs: str | None = None) 
             and "updater" in state else ""
         raise NotACheckpoint(f"{path} is not a {kind} checkpoint{other}")
     return state
+
+
+class Stateful(Protocol):
+    """Anything a checkpoint can hold: a module, an optimizer, a loader, an agent."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> Any: ...
+
+
+class TorchRNG:
+    """torch's global generator as a checkpoint part."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"state": torch.get_rng_state()}
+
+    def load_state_dict(self, state: dict[str, Any] | torch.Tensor) -> None:
+        torch.set_rng_state((state["state"] if isinstance(state, dict) else state).cpu())
+
+
+class Checkpoint:
+    """A run's state in one object: name its parts once, then `save(**values)` or `restore()` them all.
+
+    Parts are saved under their names with `state_dict()`; plain values (counters, the config) beside
+    them. `needs` names the part that tells this recipe's checkpoints from another's.
+    """
+
+    def __init__(self, path: Path, device: torch.device, parts: dict[str, Stateful], needs: str) -> None:
+        self.path, self.device, self.parts, self.needs = Path(path), device, parts, needs
+
+    def save(self, **values: Any) -> None:
+        save_checkpoint(self.path, {**{name: part.state_dict() for name, part in self.parts.items()}, **values})
+
+    def restore(self) -> dict[str, Any] | None:
+        """Load every part from the file and return the plain values; None when there is no checkpoint yet."""
+        state = load_checkpoint(self.path, self.device, needs=self.needs)
+        if state is None:
+            return None
+        for name, part in self.parts.items():
+            part.load_state_dict(state[name])
+        return {key: value for key, value in state.items() if key not in self.parts}
 
 
 def require_run_dir(run_dir: Path) -> Path:
