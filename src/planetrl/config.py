@@ -28,10 +28,13 @@ class EnvConfig:
     """Which task to run and how its observations are produced."""
 
     task: str = option("cartpole-swingup", "Registered task name (see `planetrl tasks`).")
-    image_size: int = option(64, "Height and width of image observations in pixels.", low=16, high=512)
-    action_repeat: int = option(0, "Environment steps per decision; 0 takes the task's default.", low=0)
+    image_size: int = option(PAPER["env.image_size"],
+                             "Height and width of image observations in pixels.", low=16, high=512)
+    action_repeat: int = option(PAPER["env.action_repeat"],
+                                "Environment steps per decision; 0 takes the task's default.", low=0)
     episode_steps: int = option(0, "Environment steps per episode; 0 takes the task's default.", low=0)
-    fast_render: bool = option(False, "DMC: shadows and multisampling off (about 5x faster rendering).")
+    fast_render: bool = option(PAPER["env.fast_render"],
+                               "DMC: shadows and multisampling off (about 5x faster rendering).")
     pixels: bool = option(True, "Observe rendered images; false observes only the state (no rendering).")
     processes: int = option(1, "Environment processes for collection; 0 runs the env in-process.", low=0)
     start_method: str = option("spawn", "multiprocessing start method for env processes.",
@@ -46,9 +49,10 @@ class EnvConfig:
 class DataConfig:
     """Replay bounds, chunking and batching of the episodes the model learns from."""
 
-    batch_size: int = option(50, "Sequences per training batch.", low=1)
-    chunk_length: int = option(50, "Steps per training sequence.", low=2)
-    image_bits: int = option(5, "Bit depth images are reduced to before training.", low=1, high=8)
+    batch_size: int = option(PAPER["data.batch_size"], "Sequences per training batch.", low=1)
+    chunk_length: int = option(PAPER["data.chunk_length"], "Steps per training sequence.", low=2)
+    image_bits: int = option(PAPER["data.image_bits"],
+                             "Bit depth images are reduced to before training.", low=1, high=8)
     max_episodes: int = option(0, "Most episodes held in memory; 0 = no bound.", low=0)
     max_steps: int = option(0, "Most steps held in memory; 0 = no bound.", low=0)
     recent_fraction: float = option(0.0, "Fraction of chunks drawn from the newest episodes.", low=0.0, high=1.0)
@@ -60,19 +64,24 @@ class DataConfig:
 class ModelConfig:
     """The world model's architecture (the paper's sizes by default, docs/PAPER.md)."""
 
-    variant: str = option("rssm", "Latent dynamics: rssm, ssm (purely stochastic) or deterministic (GRU only).",
+    variant: str = option(PAPER["model.variant"],
+                          "Latent dynamics: rssm, ssm (purely stochastic) or deterministic (GRU only).",
                           choices=("rssm", "ssm", "deterministic"))
-    belief_size: int = option(200, "Units of the deterministic GRU belief.", low=1)
-    state_size: int = option(30, "Dimensions of the stochastic Gaussian state.", low=1)
-    hidden_size: int = option(200, "Units of the dense layers inside the dynamics.", low=1)
-    min_std: float = option(0.1, "Lower bound of the state's standard deviation.", low=0.0)
-    depth: int = option(32, "Channels of the first conv layer (doubling per layer).", low=1)
-    reward_layers: int = option(2, "Hidden layers of the reward head (paper: 2; the public code: 3).", low=1)
-    reward_units: int = option(200, "Units per hidden layer of the reward head (paper: 200; the public code: 300).",
+    belief_size: int = option(PAPER["model.belief_size"], "Units of the deterministic GRU belief.", low=1)
+    state_size: int = option(PAPER["model.state_size"], "Dimensions of the stochastic Gaussian state.", low=1)
+    hidden_size: int = option(PAPER["model.hidden_size"], "Units of the dense layers inside the dynamics.", low=1)
+    min_std: float = option(PAPER["model.min_std"], "Lower bound of the state's standard deviation.", low=0.0)
+    depth: int = option(PAPER["model.depth"], "Channels of the first conv layer (doubling per layer).", low=1)
+    reward_layers: int = option(PAPER["model.reward_layers"],
+                                "Hidden layers of the reward head (paper: 2; the public code: 3).", low=1)
+    reward_units: int = option(PAPER["model.reward_units"],
+                               "Units per hidden layer of the reward head (paper: 200; the public code: 300).",
                                low=1)
-    continuation: bool = option(False, "Learn p(episode continues) from is_terminal and plan with it (not in "
+    continuation: bool = option(PAPER["model.continuation"],
+                                "Learn p(episode continues) from is_terminal and plan with it (not in "
                                        "PlaNet; on in the driving presets, where crashes end episodes).")
-    init: str = option("tf", "Weight initialization: tf (the original code: Glorot-uniform, zero bias, TF's GRU "
+    init: str = option(PAPER["model.init"],
+                       "Weight initialization: tf (the original code: Glorot-uniform, zero bias, TF's GRU "
                              "block cell) or torch (PyTorch defaults and nn.GRUCell).", choices=("tf", "torch"))
 
 
@@ -80,11 +89,12 @@ class ModelConfig:
 class LossConfig:
     """Weights of the objective's terms."""
 
-    free_nats: float = option(3.0, "KL allowance per step: the KL term is the mean over (batch, time) of "
+    free_nats: float = option(PAPER["loss.free_nats"],
+                              "KL allowance per step: the KL term is the mean over (batch, time) of "
                                    "max(KL, free_nats).", low=0.0)
-    kl_scale: float = option(1.0, "Scale of the KL term.", low=0.0)
-    reward_scale: float = option(10.0, "Scale of the reward log-likelihood term.", low=0.0)
-    overshooting: int = option(0, "Latent overshooting distance D; 0 or 1 = off.", low=0)
+    kl_scale: float = option(PAPER["loss.kl_scale"], "Scale of the KL term.", low=0.0)
+    reward_scale: float = option(PAPER["loss.reward_scale"], "Scale of the reward log-likelihood term.", low=0.0)
+    overshooting: int = option(PAPER["loss.overshooting"], "Latent overshooting distance D; 0 or 1 = off.", low=0)
     continuation_scale: float = option(1.0, "Scale of the continuation head's log-likelihood term.", low=0.0)
     overshooting_scale: float = option(1.0, "Weight of the mean overshooting KL over distances 2..D, added to "
                                             "the one-step KL at full weight (as in the original code).", low=0.0)
@@ -94,10 +104,10 @@ class LossConfig:
 class OptimConfig:
     """Optimizer, precision and compilation of the world-model update."""
 
-    lr: float = option(1e-3, "Adam learning rate.", low=0.0)
-    eps: float = option(1e-4, "Adam epsilon.", low=0.0)
-    grad_clip: float = option(1000.0, "Gradient-norm clipping threshold.", low=0.0)
-    precision: str = option("fp32", "fp32, or bf16 autocast (CPU where supported, CUDA).",
+    lr: float = option(PAPER["optim.lr"], "Adam learning rate.", low=0.0)
+    eps: float = option(PAPER["optim.eps"], "Adam epsilon.", low=0.0)
+    grad_clip: float = option(PAPER["optim.grad_clip"], "Gradient-norm clipping threshold.", low=0.0)
+    precision: str = option(PAPER["optim.precision"], "fp32, or bf16 autocast (CPU where supported, CUDA).",
                             choices=("fp32", "bf16"))
     channels_last: bool = option(True, "channels_last memory format for the convolutions.")
     compile: bool = option(False, "torch.compile the encoder and decoder.")
@@ -107,25 +117,31 @@ class OptimConfig:
 class PlannerConfig:
     """CEM planning in latent space and the MPC agent's exploration."""
 
-    horizon: int = option(12, "Planning horizon in decisions.", low=1)
-    iterations: int = option(10, "CEM iterations per decision (1 with elites=1 is random shooting).", low=1)
-    candidates: int = option(1000, "Action sequences sampled per iteration.", low=1)
-    elites: int = option(100, "Best sequences the sampling distribution is refit to.", low=1)
-    min_std: float = option(0.0, "Stop early once every sampling std is below this; 0 = never.", low=0.0)
-    warm_start: bool = option(False, "Start from the previous plan shifted by one step.")
-    exploration_noise: float = option(0.3, "Std of Normal action noise while collecting (probability for discrete).",
+    horizon: int = option(PAPER["planner.horizon"], "Planning horizon in decisions.", low=1)
+    iterations: int = option(PAPER["planner.iterations"],
+                             "CEM iterations per decision (1 with elites=1 is random shooting).", low=1)
+    candidates: int = option(PAPER["planner.candidates"], "Action sequences sampled per iteration.", low=1)
+    elites: int = option(PAPER["planner.elites"], "Best sequences the sampling distribution is refit to.", low=1)
+    min_std: float = option(PAPER["planner.min_std"],
+                            "Stop early once every sampling std is below this; 0 = never.", low=0.0)
+    warm_start: bool = option(PAPER["planner.warm_start"], "Start from the previous plan shifted by one step.")
+    exploration_noise: float = option(PAPER["planner.exploration_noise"],
+                                      "Std of Normal action noise while collecting (probability for discrete).",
                                       low=0.0)
-    precision: str = option("fp32", "Precision of the planning rollouts.", choices=("fp32", "bf16"))
-    discount: float = option(1.0, "Discount of imagined rewards (1 = PlaNet's plain sum).", low=0.0, high=1.0)
+    precision: str = option(PAPER["planner.precision"], "Precision of the planning rollouts.", choices=("fp32", "bf16"))
+    discount: float = option(PAPER["planner.discount"],
+                             "Discount of imagined rewards (1 = PlaNet's plain sum).", low=0.0, high=1.0)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """The PlaNet loop: seed episodes, then train / collect / test phases."""
 
-    seed_episodes: int = option(5, "Random episodes collected into train and test directories first.", low=1)
-    total_updates: int = option(100_000, "World-model updates of the whole run (1000 episodes x 100).", low=1)
-    collect_every: int = option(100, "Updates between two collected episodes.", low=1)
+    seed_episodes: int = option(PAPER["train.seed_episodes"],
+                                "Random episodes collected into train and test directories first.", low=1)
+    total_updates: int = option(PAPER["train.total_updates"],
+                                "World-model updates of the whole run (1000 episodes x 100).", low=1)
+    collect_every: int = option(PAPER["train.collect_every"], "Updates between two collected episodes.", low=1)
     test_every: int = option(10_000, "Updates between two test phases.", low=1)
     test_episodes: int = option(5, "Episodes per test phase, run in parallel.", low=1)
     log_every: int = option(50, "Updates between two logged averages of the training metrics.", low=1)

@@ -10,6 +10,7 @@ from torch.nn import functional as F
 
 from planetrl.models.rssm import State, flatten_state
 from planetrl.models.world_model import WorldModel
+from planetrl.presets import PAPER
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -18,10 +19,10 @@ _LOG_2PI = math.log(2 * math.pi)
 class LossWeights:
     """Scales of the objective's terms (the paper's values by default, docs/PAPER.md)."""
 
-    free_nats: float = 3.0
-    kl_scale: float = 1.0
-    reward_scale: float = 10.0
-    overshooting: int = 0  # 0 or 1 = the ordinary KL only; D > 1 adds the KLs of distances 2..D
+    free_nats: float = PAPER["loss.free_nats"]
+    kl_scale: float = PAPER["loss.kl_scale"]
+    reward_scale: float = PAPER["loss.reward_scale"]
+    overshooting: int = PAPER["loss.overshooting"]  # 0 or 1 = the ordinary KL only; D > 1 adds distances 2..D
     overshooting_scale: float = 1.0  # weight of the mean over distances 2..D; the one-step KL keeps weight 1
     continuation_scale: float = 1.0  # weight of the continuation head's Bernoulli log-likelihood, when it exists
 

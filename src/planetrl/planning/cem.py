@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 import torch
 
+from planetrl.presets import PAPER
+
 
 class ImaginationModel(Protocol):
     """Anything that predicts per-step rewards of open-loop action sequences."""
@@ -26,10 +28,10 @@ class ImaginationModel(Protocol):
 class CEMSettings:
     """CEM hyperparameters (the paper: 12 steps, 10 iterations, 1000 candidates, top 100; docs/PAPER.md)."""
 
-    horizon: int = 12
-    iterations: int = 10
-    candidates: int = 1000
-    elites: int = 100
+    horizon: int = PAPER["planner.horizon"]
+    iterations: int = PAPER["planner.iterations"]
+    candidates: int = PAPER["planner.candidates"]
+    elites: int = PAPER["planner.elites"]
     min_std: float = 0.0  # stop early once every sampling std is below this (0 = never)
     discrete: bool = False  # categorical CEM over one-hot actions
 
