@@ -161,7 +161,7 @@ def plot(task: str, records: list[dict[str, Any]], path: Path) -> Path:
     axis.set_xlabel("environment steps (thousands)")
     axis.set_ylabel("test return")
     axis.grid(alpha=0.3)
-    axis.legend(fontsize=7, loc="upper left")
+    axis.legend(fontsize=7, loc="best", framealpha=0.8)
     figure.tight_layout()
     figure.savefig(path, format="png")
     plt.close(figure)
@@ -191,6 +191,9 @@ def write_results(directory: Path) -> list[Path]:
             f"decisions x action repeat, minutes). {minutes} Regenerate with "
             f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates) + "\n"
             + "".join(f"![{task}]({task}.png)\n" for task in by_task))
+    notes = directory / "NOTES.md"
+    if notes.exists():  # what the numbers cannot say themselves: unfinished runs, shared machines, causes
+        text += "\n## Notes\n\n" + notes.read_text()
     write_atomic(directory / "README.md", text)
     written.insert(0, directory / "README.md")
     return written
