@@ -74,3 +74,22 @@ def test_seed_streams_keep_the_arithmetic_that_recorded_runs_used():
     assert derive(3, "envs", 1) == 3001 and derive(2, "collect", 5) == 200_011 and derive(1, "planner", 2) == 7921
     with pytest.raises(ValueError, match="unknown seed stream 'nope'"):
         derive(0, "nope")
+
+
+def test_planet_and_ppo_configs_hold_only_their_own_sections():
+    planet, ppo = C.to_dict(C.Config()), C.to_dict(C.PPORunConfig())
+    assert "ppo" not in planet and set(ppo) == {"env", "ppo", "run"}
+    with pytest.raises(C.ConfigError, match="Unknown config key 'model.depth'"):
+        C.set_values(C.PPORunConfig(), {"model.depth": 8})
+    with pytest.raises(C.ConfigError, match="this is a PPO run's config"):
+        C.from_dict(ppo)  # read as a PlaNet config
+    with pytest.raises(C.ConfigError, match="this is a PlaNet run's config"):
+        C.from_dict(planet, C.PPORunConfig)
+
+
+def test_a_config_saved_before_the_split_loads_as_either_kind():
+    old = {**C.to_dict(C.Config()), "ppo": C.to_dict(C.PPORunConfig())["ppo"]}
+    old["train"] = {**old["train"], "stale_seconds": 42.0}  # where the key lived then
+    old["run"] = {k: v for k, v in old["run"].items() if k != "stale_seconds"}
+    assert C.from_dict(old).run.stale_seconds == 42.0
+    assert C.from_dict(old, C.PPORunConfig).ppo == C.PPORunConfig().ppo

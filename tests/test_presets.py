@@ -48,7 +48,7 @@ def test_every_preset_resolves_and_carla128_is_the_notes_setup():
     for name in C.PRESETS:
         C.build(name)
     for block in C.PPO_CONFIGS.values():
-        C.set_values(C.Config(), block)
+        C.set_values(C.PPORunConfig(), block)
     cfg = C.build("carla128")
     assert (cfg.env.image_size, cfg.data.batch_size, cfg.data.chunk_length, cfg.data.max_episodes) == (128, 40, 50, 100)
     assert cfg.env.task == "highway"

@@ -19,8 +19,8 @@ from planetrl.atomic import write_atomic
 from planetrl.config_values import ConfigError, check_range, coerce, option
 from planetrl.presets import PAPER, PPO_CONFIGS, PRESETS
 
-__all__ = ["PAPER", "PPO_CONFIGS", "PRESETS", "Config", "ConfigError", "build", "load", "option", "save",
-           "set_values"]
+__all__ = ["PAPER", "PPO_CONFIGS", "PRESETS", "AnyConfig", "Config", "ConfigError", "PPORunConfig", "build", "load",
+           "option", "save", "set_values"]
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,6 @@ class TrainConfig:
     log_every: int = option(50, "Updates between two logged averages of the training metrics.", low=1)
     openloop_context: int = option(5, "Observed frames before the open-loop prediction.", low=1)
     openloop_length: int = option(50, "Frames of an open-loop prediction video, context included.", low=2)
-    stale_seconds: float = option(600.0, "A run whose heartbeat is older than this is taken over.", low=0.01)
 
 
 @dataclass(frozen=True)
@@ -191,6 +190,7 @@ class RunConfig:
     """Seed, device and bookkeeping that every command shares."""
 
     seed: int = option(0, "Seed from which every source of randomness derives.", low=0)
+    stale_seconds: float = option(600.0, "A run whose heartbeat is older than this is taken over.", low=0.01)
     device: str = option("auto", "Torch device: auto picks cuda when available.", choices=("auto", "cpu", "cuda"))
     wandb_project: str = option("", "Also log to this Weights & Biases project (needs planetrl[wandb]; "
                                     "WANDB_MODE=offline keeps it local); empty = off.")
@@ -200,7 +200,7 @@ class RunConfig:
 
 @dataclass(frozen=True)
 class Config:
-    """The whole configuration of a planetrl run."""
+    """A PlaNet run's configuration."""
 
     env: EnvConfig = field(default_factory=EnvConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -209,8 +209,20 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+@dataclass(frozen=True)
+class PPORunConfig:
+    """A PPO run's configuration: the environment and run sections are PlaNet's."""
+
+    env: EnvConfig = field(default_factory=EnvConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     run: RunConfig = field(default_factory=RunConfig)
+
+
+AnyConfig = Config | PPORunConfig
+KINDS: tuple[type, ...] = (Config, PPORunConfig)
 
 
 # ---------------------------------------------------------------- validation
@@ -226,15 +238,17 @@ def _unknown_key(key: str, valid: list[str]) -> ConfigError:
     return ConfigError(f"Unknown config key '{key}'.{hint}")
 
 
-def all_keys(cfg: Config | None = None) -> list[str]:
+def all_keys(cfg: AnyConfig | None = None) -> list[str]:
     """Every dotted key `section.name` of the configuration."""
     cfg = cfg or Config()
     return [f"{s.name}.{f.name}" for s in fields(cfg) for f in fields(getattr(cfg, s.name))]
 
 
-def describe(cfg: Config | None = None) -> list[tuple[str, Any, str]]:
-    """(key, value, help) for every field, for `--help` listings."""
-    cfg = cfg or Config()
+def describe(cfg: AnyConfig | None = None) -> list[tuple[str, Any, str]]:
+    """(key, value, help) for every field of `cfg` (of both kinds, shared sections once, by default)."""
+    if cfg is None:
+        rows = describe(Config())
+        return rows + [row for row in describe(PPORunConfig()) if row[0].split(".")[0] == "ppo"]
     rows = []
     for s in fields(cfg):
         section = getattr(cfg, s.name)
@@ -243,7 +257,7 @@ def describe(cfg: Config | None = None) -> list[tuple[str, Any, str]]:
     return rows
 
 
-def set_values(cfg: Config, overrides: typing.Mapping[str, Any]) -> Config:
+def set_values(cfg: AnyConfig, overrides: typing.Mapping[str, Any]) -> AnyConfig:
     """Return a copy of `cfg` with dotted keys replaced, each one validated."""
     valid = all_keys(cfg)
     sections: dict[str, dict[str, Any]] = {}
@@ -263,9 +277,9 @@ def set_values(cfg: Config, overrides: typing.Mapping[str, Any]) -> Config:
     return cfg
 
 
-def _check_together(cfg: Config) -> None:
+def _check_together(cfg: AnyConfig) -> None:
     """Values that contradict each other are an error, never silently adjusted."""
-    if cfg.planner.elites > cfg.planner.candidates:
+    if isinstance(cfg, Config) and cfg.planner.elites > cfg.planner.candidates:
         raise ConfigError(f"planner.elites ({cfg.planner.elites}) must be at most planner.candidates "
                           f"({cfg.planner.candidates}); set both, e.g. --set planner.elites=30")
 
@@ -283,7 +297,8 @@ def parse_assignments(items: typing.Iterable[str]) -> dict[str, Any]:
 
 
 def resolve(block: typing.Mapping[str, Any], assignments: typing.Iterable[str] = (),
-            flags: typing.Mapping[str, Any] | None = None, base: Config | None = None) -> tuple[Config, dict[str, Any]]:
+            flags: typing.Mapping[str, Any] | None = None,
+            base: AnyConfig | None = None) -> tuple[AnyConfig, dict[str, Any]]:
     """The one path to a config: defaults, a named block, `key=value` assignments, then flags (None = unset).
 
     Also returns the keys set explicitly, which a resumed run's saved config must agree with.
@@ -303,7 +318,7 @@ def build(preset: str | None = None, overrides: typing.Iterable[str] = (), base:
 # ---------------------------------------------------------------- YAML
 
 
-def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
+def to_dict(cfg: AnyConfig) -> dict[str, dict[str, Any]]:
     """Nested plain dict (tuples become lists) for YAML."""
     out: dict[str, dict[str, Any]] = {}
     for s in fields(cfg):
@@ -318,26 +333,43 @@ def to_dict(cfg: Config) -> dict[str, dict[str, Any]]:
 LEGACY_DEFAULTS = {"model.init": "torch"}
 # Keys that saved configs may hold but that no longer exist (ignored on load).
 RETIRED_KEYS = {"ppo.minibatches"}
+# Keys that moved: saved configs are read at the new place.
+RENAMED_KEYS = {"train.stale_seconds": "run.stale_seconds"}
 
 
-def from_dict(data: typing.Mapping[str, Any]) -> Config:
-    """Inverse of `to_dict`; unknown keys are errors. A key missing from a saved config takes its legacy value."""
-    flat = dict(LEGACY_DEFAULTS)
+def from_dict(data: typing.Mapping[str, Any], kind: type = Config) -> AnyConfig:
+    """Inverse of `to_dict` for a config of `kind`; unknown keys are errors.
+
+    Configs saved before the split held every section: the other kind's sections are then dropped.
+    A key missing from a saved config takes its legacy value, and renamed keys are read at their new place.
+    """
+    target = kind()
+    own = {f.name for f in fields(target)}
+    every = {f.name for k in KINDS for f in fields(k)}
+    foreign = set(data) - own
+    if foreign and foreign & every and not every <= set(data):
+        other = next(k for k in KINDS if foreign <= {f.name for f in fields(k)} | own)
+        name = "PPO" if other is PPORunConfig else "PlaNet"
+        raise ConfigError(f"this is a {name} run's config (sections {', '.join(sorted(foreign))})")
+    flat = {k: v for k, v in LEGACY_DEFAULTS.items() if k.split(".")[0] in own}
     for section, values in data.items():
         if not isinstance(values, dict):
             raise ConfigError(f"Config section '{section}' must be a mapping, got {values!r}.")
+        if section in every - own:
+            continue
         for key, value in values.items():
-            if f"{section}.{key}" not in RETIRED_KEYS:
-                flat[f"{section}.{key}"] = value
-    return set_values(Config(), flat)
+            dotted = RENAMED_KEYS.get(f"{section}.{key}", f"{section}.{key}")
+            if dotted not in RETIRED_KEYS:
+                flat[dotted] = value
+    return set_values(target, flat)
 
 
-def save(cfg: Config, path: str | Path) -> None:
+def save(cfg: AnyConfig, path: str | Path) -> None:
     """Write the config as YAML, atomically."""
     write_atomic(path, yaml.safe_dump(to_dict(cfg), sort_keys=False))
 
 
-def load(path: str | Path) -> Config:
+def load(path: str | Path, kind: type = Config) -> AnyConfig:
     """Read a config written by `save`, with a safe YAML loader; anything else is a ConfigError naming the file."""
     try:
         data = yaml.safe_load(Path(path).read_text()) or {}
@@ -346,12 +378,12 @@ def load(path: str | Path) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is not a planetrl config: a mapping of sections was expected")
     try:
-        return from_dict(data)
+        return from_dict(data, kind)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from error
 
 
-def differences(old: Config, new: Config) -> list[tuple[str, Any, Any]]:
+def differences(old: AnyConfig, new: AnyConfig) -> list[tuple[str, Any, Any]]:
     """(key, old, new) for every field whose value differs."""
     a, b = to_dict(old), to_dict(new)
     return [

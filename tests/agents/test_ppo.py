@@ -182,7 +182,7 @@ def test_configs_have_batch_ppos_budgets_and_tasks():
     assert configs["pendulum"]["ppo.total_steps"] == 1_000_000
     assert (configs["pendulum"]["ppo.chunk_length"], configs["pendulum"]["ppo.batch_size"]) == (50, 20)
     assert configs["cartpole"]["ppo.total_steps"] == 200_000
-    assert C.Config().ppo.eval_episodes == 30 and C.Config().ppo.advantage == "return"
+    assert C.PPORunConfig().ppo.eval_episodes == 30 and C.PPORunConfig().ppo.advantage == "return"
     mujoco = {"reacher": "Reacher", "cheetah": "HalfCheetah", "walker": "Walker2d", "hopper": "Hopper",
               "ant": "Ant", "humanoid": "Humanoid"}
     for name, env_id in mujoco.items():
@@ -194,9 +194,9 @@ def test_configs_have_batch_ppos_budgets_and_tasks():
 
 
 def test_a_saved_config_with_the_retired_minibatches_key_still_loads():
-    data = C.to_dict(C.Config())
+    data = C.to_dict(C.PPORunConfig())
     data["ppo"]["minibatches"] = 10
-    assert C.from_dict(data).ppo == C.Config().ppo
+    assert C.from_dict(data, C.PPORunConfig).ppo == C.PPORunConfig().ppo
 
 
 def test_ppo_cli_end_to_end_resume_eval_and_visualize(tmp_path, capsys):

@@ -48,7 +48,7 @@ def test_a_lost_claim_refuses_to_write_and_leaves_the_new_owner_alone(tmp_path):
 
 def test_paused_worker_taken_over_then_resumed_stops_and_only_one_writer_finishes(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    stale = ["--set", "train.stale_seconds=1.5"]
+    stale = ["--set", "run.stale_seconds=1.5"]
     paused = subprocess.Popen(_train_command(tmp_path, *stale), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, env=env)
     run = tmp_path / "run-00"

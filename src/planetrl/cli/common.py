@@ -59,15 +59,15 @@ def experiment_parent() -> argparse.ArgumentParser:
     return parent
 
 
-def config_from(block: dict[str, object], overrides: Sequence[str],
-                 flags: dict[str, object]) -> tuple[config_lib.Config, dict[str, object]]:
+def config_from(block: dict[str, object], overrides: Sequence[str], flags: dict[str, object],
+                kind: type = config_lib.Config) -> tuple[config_lib.AnyConfig, dict[str, object]]:
     """A named block (preset or PPO config), then --set, then dedicated flags (None = not given).
 
     Returns the config and the keys this command line sets explicitly, which
     must agree with a resumed run's saved config.
     """
     imports = {"run.imports": tuple(IMPORTS)} if IMPORTS else {}
-    return config_lib.resolve(block, overrides, {**flags, **imports})
+    return config_lib.resolve(block, overrides, {**flags, **imports}, base=kind())
 
 
 IMPORTS: list[str] = []  # --import MODULE, anywhere on the command line

@@ -36,13 +36,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         train_args.append(f"--device={args.device}")
     train_args += [f"--import={module}" for module in IMPORTS]
     logdir = Path(args.logdir)
-    units = missing_runs(logdir, sweep_units(tasks, args.seeds), cfg.train.stale_seconds)
+    units = missing_runs(logdir, sweep_units(tasks, args.seeds), cfg.run.stale_seconds)
     print(f"sweep: {len(tasks)} tasks x {args.seeds} seeds, {len(units)} runs to do ({args.backend})", flush=True)
     if args.backend == "ray":
         results = run_ray(units, logdir, train_args, args.address, args.cpus_per_run, args.gpus_per_run,
-                          cfg.train.stale_seconds)
+                          cfg.run.stale_seconds)
     else:
-        results = run_local(units, logdir, train_args, args.parallel, cfg.train.stale_seconds)
+        results = run_local(units, logdir, train_args, args.parallel, cfg.run.stale_seconds)
     if not units:
         print(f"sweep: every run is already done; see `planetrl status --logdir {logdir}`")
         return 0
@@ -100,7 +100,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     import yaml
 
     if args.keys is not None:
-        known = [f.name for f in dataclasses.fields(config_lib.Config)]
+        known = list(dict.fromkeys(f.name for kind in config_lib.KINDS for f in dataclasses.fields(kind)))
         unknown = [s for s in args.keys if s not in known]
         if unknown:
             raise config_lib.ConfigError(f"unknown config section(s) {', '.join(unknown)}; allowed: {', '.join(known)}")

@@ -21,7 +21,7 @@ def cmd_ppo_train(args: argparse.Namespace) -> int:
     from planetrl.training.runner import run_experiment
 
     cfg, explicit = config_from(config_lib.PPO_CONFIGS[args.config], args.overrides,
-                                {"run.device": args.device, "run.seed": args.seed})
+                                {"run.device": args.device, "run.seed": args.seed}, kind=config_lib.PPORunConfig)
     return run_experiment(Path(args.logdir), args.runs, cfg, explicit,
                            lambda run_dir, run_cfg, fence: PPORun(run_dir, run_cfg, not args.no_progress, fence),
                            retry_failed=args.retry_failed)
@@ -37,7 +37,7 @@ def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | Non
     from planetrl.training.ppo import load_trained_ppo
     from planetrl.training.rundir import require_run_dir
 
-    cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml")
+    cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml", kind=config_lib.PPORunConfig)
     import_task_modules(cfg.run.imports)
     env_cfg = config_lib.set_values(cfg, {"env.pixels": pixels, "env.processes": 0}).env
     env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed + 17)

@@ -95,7 +95,7 @@ class Claim:
         if owner != self.worker:
             holder = f"worker {owner}" if owner else "no worker (its PING is gone)"
             raise ClaimLost(f"{self.run_dir} is now held by {holder}; this worker ({self.worker}) lost its claim, "
-                            "probably while paused longer than train.stale_seconds, and stops without writing")
+                            "probably while paused longer than run.stale_seconds, and stops without writing")
 
     def _beat(self, interval: float) -> None:
         while not self._stop.wait(interval):

@@ -25,14 +25,14 @@ from planetrl.training.updater import resolve_device
 log = logging.getLogger(__name__)
 
 
-def ppo_settings(cfg: config_lib.Config) -> PPOSettings:
+def ppo_settings(cfg: config_lib.PPORunConfig) -> PPOSettings:
     """The algorithm's settings from the `ppo` config section."""
     p = cfg.ppo
     names = [f.name for f in dataclasses.fields(PPOSettings)]
     return PPOSettings(**{name: getattr(p, name) for name in names})
 
 
-def build_agent(cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
+def build_agent(cfg: config_lib.PPORunConfig, env: BatchEnv) -> PPOAgent:
     if "state" not in env.observation_space.spaces:
         raise ValueError(f"PPO learns from state, but task '{cfg.env.task}' offers only images")
     obs_size = int(np.prod(env.observation_space["state"].shape))
@@ -43,7 +43,7 @@ def build_agent(cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
 class PPORun:
     """One PPO run in one directory; `run()` starts or resumes it."""
 
-    def __init__(self, run_dir: Path, cfg: config_lib.Config, progress: bool = True,
+    def __init__(self, run_dir: Path, cfg: config_lib.PPORunConfig, progress: bool = True,
                  fence: Callable[[], None] = lambda: None) -> None:
         """`fence()` raises when this worker no longer holds the run; it is called before every write."""
         import_task_modules(cfg.run.imports)
@@ -107,7 +107,7 @@ class PPORun:
         return last
 
 
-def load_trained_ppo(run_dir: Path, cfg: config_lib.Config, env: BatchEnv) -> PPOAgent:
+def load_trained_ppo(run_dir: Path, cfg: config_lib.PPORunConfig, env: BatchEnv) -> PPOAgent:
     """A PPO agent with the latest checkpoint of a run, for an env batch of any size."""
     checkpoint = load_checkpoint(Path(run_dir) / "checkpoints" / "latest.pt", torch.device("cpu"), needs="agent")
     if checkpoint is None:

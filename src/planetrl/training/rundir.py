@@ -125,7 +125,7 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def prepare_run_dir(run_dir: Path, cfg: config_lib.Config, explicit: dict[str, Any]) -> config_lib.Config:
+def prepare_run_dir(run_dir: Path, cfg: config_lib.AnyConfig, explicit: dict[str, Any]) -> config_lib.AnyConfig:
     """Write config.yaml for a new run; for an existing one, reload it and refuse conflicting flags.
 
     `explicit` holds the keys the user set on this command line (preset or flags).
@@ -136,7 +136,7 @@ def prepare_run_dir(run_dir: Path, cfg: config_lib.Config, explicit: dict[str, A
         config_lib.save(cfg, path)
         write_atomic(run_dir / "run_info.json", json.dumps(machine_info(), indent=2) + "\n")
         return cfg
-    saved = config_lib.load(path)
+    saved = config_lib.load(path, kind=type(cfg))
     saved_flat = {f"{s}.{k}": v for s, values in config_lib.to_dict(saved).items() for k, v in values.items()}
     wanted = config_lib.to_dict(config_lib.set_values(saved, explicit))
     conflicts = [

@@ -20,10 +20,10 @@ from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs,
 from planetrl.training.rundir import prepare_run_dir
 from planetrl.training.updater import resolve_device
 
-MakeRun = Callable[[Path, config_lib.Config, Callable[[], None]], Any]
+MakeRun = Callable[[Path, config_lib.AnyConfig, Callable[[], None]], Any]
 
 
-def check_before_creating(logdir: Path, cfg: config_lib.Config) -> None:
+def check_before_creating(logdir: Path, cfg: config_lib.AnyConfig) -> None:
     """The task, the device and the logdir are checked before any directory is made or marked."""
     resolve(cfg.env.task)
     try:
@@ -72,7 +72,7 @@ def _record_failure(run_dir: Path, claim: Claim, error: Exception) -> None:
           f"  {where}; the last good checkpoint is kept", file=sys.stderr)
 
 
-def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.Config, explicit: dict[str, object],
+def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.AnyConfig, explicit: dict[str, object],
              make_run: MakeRun) -> bool:
     """One claimed run to its verdict; returns whether it finished."""
     try:
@@ -97,7 +97,7 @@ def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.Config, explicit: dict
     return True
 
 
-def run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: dict[str, object],
+def run_experiment(logdir: Path, runs: int, cfg: config_lib.AnyConfig, explicit: dict[str, object],
                    make_run: MakeRun, only: int | None = None, wait: bool = False,
                    retry_failed: bool = False) -> int:
     """Claim the experiment's runs one by one and do each; exit status 1 if any failed, now or before."""
@@ -107,10 +107,10 @@ def run_experiment(logdir: Path, runs: int, cfg: config_lib.Config, explicit: di
         raise config_lib.ConfigError(f"--index must be within 0..{runs - 1}, got {only}")
     check_before_creating(logdir, cfg)
     failures = _earlier_failures(logdir, runs, only, retry_failed)
-    for index, run_dir, claim in claimable_runs(logdir, runs, cfg.train.stale_seconds, only, wait):
+    for index, run_dir, claim in claimable_runs(logdir, runs, cfg.run.stale_seconds, only, wait):
         run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
         run_explicit = {**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit
         failures += not _run_one(run_dir, claim, run_cfg, run_explicit, make_run)
-    states = [run_state(d, cfg.train.stale_seconds) for d in run_dirs(logdir, runs)]
+    states = [run_state(d, cfg.run.stale_seconds) for d in run_dirs(logdir, runs)]
     print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))
     return 1 if failures else 0
