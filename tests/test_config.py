@@ -79,7 +79,7 @@ def test_seed_streams_keep_the_arithmetic_that_recorded_runs_used():
 def test_planet_and_ppo_configs_hold_only_their_own_sections():
     planet, ppo = C.to_dict(C.Config()), C.to_dict(C.PPORunConfig())
     assert "ppo" not in planet and set(ppo) == {"env", "ppo", "run"}
-    with pytest.raises(C.ConfigError, match="Unknown config key 'model.depth'"):
+    with pytest.raises(C.ConfigError, match=r"Unknown config key 'model\.depth'"):
         C.set_values(C.PPORunConfig(), {"model.depth": 8})
     with pytest.raises(C.ConfigError, match="this is a PPO run's config"):
         C.from_dict(ppo)  # read as a PlaNet config
