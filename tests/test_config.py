@@ -93,3 +93,10 @@ def test_a_config_saved_before_the_split_loads_as_either_kind():
     old["run"] = {k: v for k, v in old["run"].items() if k != "stale_seconds"}
     assert C.from_dict(old).run.stale_seconds == 42.0
     assert C.from_dict(old, C.PPORunConfig).ppo == C.PPORunConfig().ppo
+
+
+def test_a_config_with_sections_of_both_kinds_and_unknown_ones_is_refused_in_one_line():
+    data = {**C.to_dict(C.Config()), "ppo": {}, "bogus": {}}
+    del data["train"]
+    with pytest.raises(C.ConfigError, match="this is not a planetrl config"):
+        C.from_dict(data)

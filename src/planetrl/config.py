@@ -348,9 +348,9 @@ def from_dict(data: typing.Mapping[str, Any], kind: type = Config) -> AnyConfig:
     every = {f.name for k in KINDS for f in fields(k)}
     foreign = set(data) - own
     if foreign and foreign & every and not every <= set(data):
-        other = next(k for k in KINDS if foreign <= {f.name for f in fields(k)} | own)
-        name = "PPO" if other is PPORunConfig else "PlaNet"
-        raise ConfigError(f"this is a {name} run's config (sections {', '.join(sorted(foreign))})")
+        other = next((k for k in KINDS if foreign <= {f.name for f in fields(k)} | own), None)
+        name = {PPORunConfig: "a PPO run's", Config: "a PlaNet run's"}.get(other, "not a planetrl")
+        raise ConfigError(f"this is {name} config (sections {', '.join(sorted(foreign))})")
     flat = {k: v for k, v in LEGACY_DEFAULTS.items() if k.split(".")[0] in own}
     for section, values in data.items():
         if not isinstance(values, dict):

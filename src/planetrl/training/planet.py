@@ -31,7 +31,7 @@ from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
 from planetrl.models.world_model import WorldModel, count_parameters
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.driver import Driver
-from planetrl.training.progress import RunProgress, image_constant
+from planetrl.training.progress import EpisodeCounter, RunProgress, image_constant
 from planetrl.training.rundir import (
     CHECKPOINT,
     Checkpoint,
@@ -75,32 +75,6 @@ def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, se
 
 
 # ------------------------------------------------------------------ the loop
-
-
-class _EpisodeCounter:
-    """Progress of episode collection: a bar, or one log line per finished episode."""
-
-    def __init__(self, what: str, done: int, total: int, bar: bool) -> None:
-        self.what, self.done, self.total = what, done, total
-        self._bar: Any = None
-        if bar:
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=total, initial=done, desc=what, unit="episode", dynamic_ncols=True)
-
-    def update(self, count: int = 1) -> None:
-        self.done += count
-        if self._bar is not None:
-            self._bar.update(count)
-        else:
-            log.info("%s: %d/%d", self.what, self.done, self.total)
-
-    def __enter__(self) -> _EpisodeCounter:
-        return self
-
-    def __exit__(self, *args: object) -> None:
-        if self._bar is not None:
-            self._bar.close()
 
 
 class PlanetRun:
@@ -172,7 +146,7 @@ class PlanetRun:
                 missing = max(cfg.train.seed_episodes - count, 1)
                 seed = derive(cfg.run.seed, "envs", offset + count)
                 agent = RandomAgent(env.action_space, len(env), seed=seed)
-                with _EpisodeCounter(f"random seed episodes into {directory.name}", count, count + missing,
+                with EpisodeCounter(f"random seed episodes into {directory.name}", count, count + missing,
                                      self.progress) as counter:
                     Driver(env, agent, self._callbacks(directory, env)[0], seed=seed).run(missing, progress=counter)
         finally:

@@ -7,10 +7,13 @@ term and the KL, plus the last test return, the update rate and the ETA.
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def image_constant(image_size: int) -> float:
@@ -84,5 +87,31 @@ class RunProgress:
               f"ETA {_duration(eta)}", file=sys.stdout, flush=True)
 
     def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+class EpisodeCounter:
+    """Progress of episode collection: a bar, or one log line per finished episode."""
+
+    def __init__(self, what: str, done: int, total: int, bar: bool) -> None:
+        self.what, self.done, self.total = what, done, total
+        self._bar: Any = None
+        if bar:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, initial=done, desc=what, unit="episode", dynamic_ncols=True)
+
+    def update(self, count: int = 1) -> None:
+        self.done += count
+        if self._bar is not None:
+            self._bar.update(count)
+        else:
+            log.info("%s: %d/%d", self.what, self.done, self.total)
+
+    def __enter__(self) -> EpisodeCounter:
+        return self
+
+    def __exit__(self, *args: object) -> None:
         if self._bar is not None:
             self._bar.close()
