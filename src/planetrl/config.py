@@ -128,7 +128,9 @@ class PlannerConfig:
     exploration_noise: float = option(PAPER["planner.exploration_noise"],
                                       "Std of Normal action noise while collecting (probability for discrete).",
                                       low=0.0)
-    precision: str = option(PAPER["planner.precision"], "Precision of the planning rollouts.", choices=("fp32", "bf16"))
+    precision: str = option(PAPER["planner.precision"],
+                            "Precision of the planning rollouts; auto = bf16 on a CPU with native bf16, else fp32.",
+                            choices=("auto", "fp32", "bf16"))
     discount: float = option(PAPER["planner.discount"],
                              "Discount of imagined rewards (1 = PlaNet's plain sum).", low=0.0, high=1.0)
 

@@ -12,7 +12,7 @@ import torch
 from planetrl.data.loader import preprocess_image
 from planetrl.envs.spaces import action_size
 from planetrl.models.rssm import State
-from planetrl.models.world_model import WorldModel, autocast
+from planetrl.models.world_model import WorldModel, autocast, planning_precision
 from planetrl.planning.cem import CEMSettings, plan, shift_plan
 from planetrl.seeds import derive
 
@@ -49,8 +49,8 @@ class MPCAgent:
         self.bits = bits
         self.noise = noise
         self.warm_start = warm_start
-        self.precision = precision
         self.device = next(model.parameters()).device
+        self.precision = planning_precision(precision, self.device)
         # One generator per env: planning a batch equals planning each env alone with its seed.
         self.generators = [torch.Generator(device=self.device).manual_seed(derive(seed, "planner", i))
                            for i in range(num_envs)]

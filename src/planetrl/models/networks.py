@@ -45,8 +45,41 @@ class ConvEncoder(nn.Module):
         return self.net(x).flatten(1).reshape(*leading, self.embed_size)
 
 
+def dense_deconv(x: torch.Tensor, layer: nn.ConvTranspose2d) -> torch.Tensor:
+    """A transposed convolution of a 1x1 input, as the matrix product it is: (N, C) -> (N, C', k, k)."""
+    kernel = layer.kernel_size[0]
+    weight = layer.weight.reshape(layer.in_channels, -1)
+    bias = layer.bias.repeat_interleave(kernel * kernel) if layer.bias is not None else None
+    out = torch.addmm(bias, x, weight) if bias is not None else x @ weight
+    return out.reshape(-1, layer.out_channels, kernel, kernel)
+
+
+def phase_deconv(x: torch.Tensor, layer: nn.ConvTranspose2d) -> torch.Tensor:
+    """A stride-2 transposed convolution as one ordinary convolution and a pixel shuffle.
+
+    Output pixel (2i + p, 2j + q) only sees the kernel taps of parity (p, q), so
+    the four parities are four small correlations over the same input, run as
+    one convolution with 4x the output channels. Same weights, same sums.
+    """
+    kernel, padding = layer.kernel_size[0], layer.padding[0]
+    taps = (kernel + 1) // 2
+    weight = nn.functional.pad(layer.weight, (0, 1, 0, 1)) if kernel % 2 else layer.weight
+    cin, cout = weight.shape[:2]
+    weight = weight.reshape(cin, cout, taps, 2, taps, 2).flip(2, 4).permute(1, 3, 5, 0, 2, 4)
+    out = nn.functional.conv2d(x, weight.reshape(cout * 4, cin, taps, taps), None, padding=taps - 1)
+    out = nn.functional.pixel_shuffle(out, 2)
+    size = (x.shape[-1] - 1) * 2 + kernel - 2 * padding
+    out = out[..., padding:padding + size, padding:padding + size]
+    return out + layer.bias[:, None, None] if layer.bias is not None else out
+
+
 class ConvDecoder(nn.Module):
-    """Features (N, F) -> image means (N, H, W, 3): dense to 1024, then transposed convolutions."""
+    """Features (N, F) -> image means (N, H, W, 3): dense to 1024, then transposed convolutions.
+
+    With `fast` (the default) the first transposed convolution runs as a matrix
+    product and the second as `phase_deconv`; the parameters and sums are the
+    same, the time is not (BENCHMARKS.md, "decoder").
+    """
 
     def __init__(self, feature_size: int, image_size: int = 64, depth: int = 32) -> None:
         super().__init__()
@@ -63,13 +96,28 @@ class ConvDecoder(nn.Module):
             previous = out
         self.net = nn.Sequential(*layers)
         self.image_size = image_size
+        self.fast = True
+        self.phase_layers = {2}  # the `net` indices run as `phase_deconv` (measured: BENCHMARKS.md)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         leading = features.shape[:-1]
         x = self.dense(features.reshape(-1, features.shape[-1]))
-        x = x[:, :, None, None].contiguous(memory_format=torch.channels_last)
-        x = self.net(x).permute(0, 2, 3, 1)  # NCHW -> NHWC
+        if self.fast:
+            x = self._fast_layers(x)
+        else:
+            x = self.net(x[:, :, None, None].contiguous(memory_format=torch.channels_last))
+        x = x.permute(0, 2, 3, 1)  # NCHW -> NHWC
         return x.reshape(*leading, self.image_size, self.image_size, 3)
+
+    def _fast_layers(self, x: torch.Tensor) -> torch.Tensor:
+        modules = list(self.net)
+        x = dense_deconv(x, modules[0]).contiguous(memory_format=torch.channels_last)
+        for index, module in enumerate(modules[1:], 1):
+            if index in self.phase_layers:
+                x = phase_deconv(x, module)
+            else:
+                x = module(x)
+        return x
 
 
 class MLP(nn.Module):

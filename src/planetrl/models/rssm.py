@@ -28,6 +28,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from planetrl.models import fused_rssm
+
 State = dict[str, torch.Tensor]
 Variant = Literal["rssm", "ssm", "deterministic"]
 VARIANTS = ("rssm", "ssm", "deterministic")
@@ -83,6 +85,7 @@ class LatentDynamics(nn.Module):
         if init not in INITS:
             raise ValueError(f"unknown initialization {init!r}; allowed: {', '.join(INITS)}")
         self.variant = variant
+        self.fused = variant == "rssm" and init == "tf"  # the fast loops of fused_rssm.py; same numbers
         self.belief_size = 0 if variant == "ssm" else belief_size
         self.state_size = 0 if variant == "deterministic" else state_size
         self.min_std = min_std
@@ -155,6 +158,8 @@ class LatentDynamics(nn.Module):
         Where `is_first[:, t]` is true the state is reset to the initial state,
         so chunks that start an episode begin from the same zeros as the agent.
         """
+        if self.fused:
+            return fused_rssm.observe(self, embeds, actions, is_first, state)
         batch, steps = embeds.shape[:2]
         state = state or self.initial(batch, embeds.device, embeds.dtype)
         keep_all = (~is_first).to(embeds.dtype)[..., None]
@@ -178,6 +183,8 @@ class LatentDynamics(nn.Module):
 
     def imagine_features(self, state: State, actions: torch.Tensor, sample: bool = True) -> torch.Tensor:
         """Like `imagine`, but keeps only the (B, H, F) features: the planner's hot path."""
+        if self.fused:
+            return fused_rssm.imagine_features(self, state, actions, sample)
         features = []
         for t in range(actions.shape[1]):
             state = self.prior_step(state, actions[:, t], sample)

@@ -109,6 +109,15 @@ def expected_rewards(rewards: torch.Tensor, continues: torch.Tensor | None, disc
     return rewards * weights.to(rewards.dtype)
 
 
+def planning_precision(precision: str, device: torch.device) -> str:
+    """`auto` is bf16 on a CPU with native bf16 (where the planner's agreement check holds,
+    BENCHMARKS.md) and fp32 elsewhere; `fp32` and `bf16` stay as they are."""
+    if precision != "auto":
+        return precision
+    native = device.type == "cpu" and torch.ops.mkldnn._is_mkldnn_bf16_supported()
+    return "bf16" if native else "fp32"
+
+
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:
     """bf16 autocast for `precision == 'bf16'`, otherwise nothing."""
     if precision == "bf16":
