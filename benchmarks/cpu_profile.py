@@ -8,7 +8,7 @@ and, with `--compare`, the update and decision of today's fast paths against
 the step-by-step forms (`dynamics.fused`, `decoder.fast` off), interleaved
 round by round so that both see the same machine.
 
-    python benchmarks/cpu_profile.py [--preset cpu] [--rounds 15] [--compare] [--batch 8 --length 32]
+    python benchmarks/cpu_profile.py [--preset cpu] [--rounds 15] [--compare] [--decoder-forms] [--batch 8 --length 32]
 """
 
 from __future__ import annotations
@@ -210,6 +210,31 @@ def compare(cfg: C.Config, args: argparse.Namespace) -> dict:
             "loss_fast_vs_stepwise": loss_agreement(cfg, batch)}
 
 
+DECODER_FORMS = {"layer by layer": (False, set()), "first as matmul": (True, set()),
+                 "matmul + phase 2": (True, {2}), "matmul + phase 2, 4": (True, {2, 4}),
+                 "matmul + phase 2, 4, 6": (True, {2, 4, 6}), "matmul + phase 4": (True, {4})}
+
+
+def decoder_forms(cfg: C.Config, args: argparse.Namespace) -> dict:
+    """Decoder forward + backward in each form (phase layers are `net` indices), interleaved."""
+    torch.manual_seed(0)
+    model = build_world_model(cfg, ACTIONS).to(memory_format=torch.channels_last)
+    batch = fake_batch(args.batch or cfg.data.batch_size, args.length or cfg.data.chunk_length, cfg.env.image_size)
+    images = batch["image"].flatten(0, 1)
+    features = torch.randn(images.shape[0], model.dynamics.feature_size, requires_grad=True)
+    times: dict[str, list[float]] = {name: [] for name in DECODER_FORMS}
+    for round_index in range(args.rounds + 2):
+        for name, (fast, phases) in DECODER_FORMS.items():
+            model.decoder.fast, model.decoder.phase_layers = fast, phases
+            start = time.perf_counter()
+            with autocast(torch.device("cpu"), cfg.optim.precision):
+                loss = mean_gaussian_nll(images, model.decode(features), 3)
+            loss.backward()
+            if round_index >= 2:
+                times[name].append(time.perf_counter() - start)
+    return {"what": "decoder_forms", **{name: round(statistics.median(t), 4) for name, t in times.items()}}
+
+
 def loss_agreement(cfg: C.Config, batch: dict[str, torch.Tensor]) -> dict[str, float]:
     """The loss terms of one batch under both forms, with the same weights and the same noise."""
     torch.manual_seed(0)
@@ -230,6 +255,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=0, help="0: the preset's")
     parser.add_argument("--length", type=int, default=0, help="0: the preset's")
     parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--decoder-forms", action="store_true", help="time the decoder in each form")
     parser.add_argument("--skip", default="", help="comma list of update,decision to leave out")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
@@ -245,6 +271,8 @@ def main() -> None:
         print(json.dumps(profile_decision(cfg, args.rounds, peak["bf16_gflop_s"])), flush=True)
     if args.compare:
         print(json.dumps(compare(cfg, args)), flush=True)
+    if args.decoder_forms:
+        print(json.dumps(decoder_forms(cfg, args)), flush=True)
 
 
 if __name__ == "__main__":
