@@ -35,11 +35,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "carla128": {
         "env.task": "highway", "env.image_size": 128, "data.batch_size": 40, "data.chunk_length": 50,
-        "data.max_episodes": 100, "model.continuation": True,
+        "data.max_episodes": 100, "data.cross_episodes": True, "model.continuation": True,
     },
     "cpu128": {
         "env.task": "highway", "env.image_size": 128, "env.processes": 1, "model.continuation": True,
-        "data.batch_size": 8,
+        "data.batch_size": 8, "data.cross_episodes": True,
         "data.chunk_length": 24, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "bf16",
         "planner.precision": "bf16", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
         "train.collect_every": 50, "train.total_updates": 6000, "train.test_every": 500,

@@ -57,6 +57,37 @@ def test_short_episodes_are_counted_and_never_sampled(tmp_path):
         empty.sample(1, np.random.default_rng(0))
 
 
+def test_cross_episode_chunks_learn_from_short_episodes_and_reset_at_each_start(tmp_path):
+    lengths = [3, 4, 2, 5]  # every episode shorter than the chunk, as crashes are
+    _fill(tmp_path, lengths)
+    replay = Replay(tmp_path, chunk_length=8, cross_episodes=True)
+    replay.refresh()
+    assert replay.stats.short_episodes == 0
+    stream_tags = np.concatenate([np.full(n + 1, tag) for tag, n in enumerate(lengths)])
+    stream_steps = np.concatenate([np.arange(n + 1) for n in lengths])
+    batch = replay.sample(400, np.random.default_rng(0))
+    tags = batch["image"][:, :, 0, 0, 0].astype(int)
+    steps = batch["image"][:, :, 0, 0, 1].astype(int)
+    starts = set()
+    for chunk_tags, chunk_steps, first in zip(tags, steps, batch["is_first"], strict=True):
+        offset = next(i for i in range(len(stream_tags))
+                      if stream_tags[i] == chunk_tags[0] and stream_steps[i] == chunk_steps[0])
+        starts.add(offset)
+        # the chunk is a window of the episodes in their order, and is_first marks exactly each episode start
+        assert (stream_tags[offset:offset + 8] == chunk_tags).all()
+        assert (stream_steps[offset:offset + 8] == chunk_steps).all()
+        assert (first == (chunk_steps == 0)).all()
+    assert starts == set(range(len(stream_tags) - 8 + 1))  # every start that has 8 steps after it, no other
+
+
+def test_without_cross_episodes_the_same_short_episodes_hold_no_chunk(tmp_path):
+    _fill(tmp_path, [3, 4, 2, 5])
+    replay = Replay(tmp_path, chunk_length=8)
+    replay.refresh()
+    with pytest.raises(RuntimeError, match="4 too short"):
+        replay.sample(1, np.random.default_rng(0))
+
+
 def test_eviction_removes_oldest_first_and_keeps_the_bound(tmp_path):
     replay = Replay(tmp_path, chunk_length=2, max_episodes=3)
     for tag in range(6):

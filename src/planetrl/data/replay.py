@@ -7,6 +7,13 @@ length L are drawn uniformly over every valid start position of every held
 episode, so they never cross an episode boundary and long episodes count for
 more. Episodes shorter than L cannot hold a chunk: they are kept out of
 sampling and counted in `short_episodes`.
+
+With `cross_episodes` (for tasks whose episodes end early, like driving) a
+chunk may run on from the end of one episode into the next held one, as if
+the episodes were one stream; the next episode's first step carries
+`is_first`, where the model resets its state. Then every step can start a
+chunk, and short episodes, often the ones that end in a crash, are learned
+from too.
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ class Replay:
         recent_fraction: float = 0.0,
         recent_episodes: int = 5,
         reader: Callable[[Path], dict[str, np.ndarray] | None] = try_read_episode,
+        cross_episodes: bool = False,
     ) -> None:
         """`reader` loads one file or returns None for a bad one (a run passes its checking catalog's)."""
         if chunk_length < 1:
@@ -60,6 +68,7 @@ class Replay:
         self.max_steps = max_steps
         self.recent_fraction = recent_fraction
         self.recent_episodes = max(recent_episodes, 1)
+        self.cross_episodes = cross_episodes
         self._read = reader
         self._episodes: dict[str, dict[str, np.ndarray]] = {}
         self._order: list[tuple[tuple[str, int, str], str]] = []  # (time order key, name), oldest first
@@ -68,6 +77,7 @@ class Replay:
         self.stats = ReplayStats()
         self._starts = np.zeros(0, np.int64)  # valid chunk starts per held episode, in time order
         self._keys: list[str] = []
+        self._index: dict[str, int] = {}
 
     # ------------------------------------------------------------ loading
 
@@ -137,6 +147,12 @@ class Replay:
     def _reindex(self) -> None:
         self._keys = [name for _, name in self._order]
         lengths = np.array([len(self._episodes[k]["reward"]) for k in self._keys], np.int64)
+        self._index = {name: i for i, name in enumerate(self._keys)}
+        if self.cross_episodes:  # a start needs L steps in its episode and the ones after it
+            after = np.concatenate([np.cumsum(lengths[::-1])[::-1][1:], [0]])
+            self._starts = np.clip(lengths + after - self.chunk_length + 1, 0, lengths)
+            self.stats.short_episodes = 0
+            return
         self._starts = np.maximum(lengths - self.chunk_length + 1, 0)
         self.stats.short_episodes = int((self._starts == 0).sum())
 
@@ -183,9 +199,18 @@ class Replay:
     def sample(self, count: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """A batch of chunks: every key of the episodes, shaped (count, L, ...)."""
         with self._lock:
-            positions = self._positions(count, rng)
-            chunks = [
-                {k: v[start : start + self.chunk_length] for k, v in self._episodes[name].items()}
-                for name, start in positions
-            ]
+            chunks = [self._chunk(name, start) for name, start in self._positions(count, rng)]
             return {key: np.stack([c[key] for c in chunks]) for key in chunks[0]}
+
+    def _chunk(self, name: str, start: int) -> dict[str, np.ndarray]:
+        """L steps from `start` of episode `name`, running on into the next held episodes where allowed."""
+        episode = self._episodes[name]
+        if not self.cross_episodes:
+            return {k: v[start : start + self.chunk_length] for k, v in episode.items()}
+        pieces, needed, index = [], self.chunk_length, self._index[name]
+        while needed > 0:
+            piece = {k: v[start : start + needed] for k, v in self._episodes[self._keys[index]].items()}
+            pieces.append(piece)
+            needed -= len(piece["reward"])
+            index, start = index + 1, 0
+        return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}

@@ -132,7 +132,11 @@ class PlanetRun:
             valid = catalog.scan()
             if len(valid) < cfg.train.seed_episodes:
                 return False
-            return not need_chunk or any(catalog.lengths[p.name] + 1 >= chunk for p in valid)
+            if not need_chunk:
+                return True
+            if cfg.data.cross_episodes:
+                return sum(catalog.lengths[p.name] + 1 for p in valid) >= chunk
+            return any(catalog.lengths[p.name] + 1 >= chunk for p in valid)
 
         if enough():
             return
@@ -219,7 +223,8 @@ class PlanetRun:
         self._seeded()  # recorded once the train directory's seeding is complete
         self._seed_episodes(self.test_catalog, 500)
         self.replay = Replay(self.train_dir, cfg.data.chunk_length, cfg.data.max_episodes, cfg.data.max_steps,
-                             cfg.data.recent_fraction, cfg.data.recent_episodes, reader=self.train_catalog.read)
+                             cfg.data.recent_fraction, cfg.data.recent_episodes, reader=self.train_catalog.read,
+                             cross_episodes=cfg.data.cross_episodes)
         self.replay.refresh()
         self.loader = Loader(self.replay, cfg.data.batch_size, cfg.data.image_bits, self.device, cfg.data.prefetch,
                              seed=cfg.run.seed)

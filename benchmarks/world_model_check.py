@@ -1,0 +1,95 @@
+"""What a trained world model predicts about the episodes it was trained on: rewards, and (with a
+continuation head) the end of an episode, seen from the posterior and from k steps of open loop.
+
+    python benchmarks/world_model_check.py RUN_DIR [--episodes 20] [--which train_episodes] [--open-loop 1,3,6]
+
+Prints one JSON line: reward error and correlation along the posterior; p(continue) at terminal
+steps, at the steps just before them and elsewhere; and, from the posterior k steps before each
+terminal step, the predicted probability that the episode still runs after the imagined crash, with
+the actions the agent really took. Where that stays near 1, the planner cannot see a crash coming.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from planetrl.data.episodes import list_episodes, try_read_episode
+from planetrl.data.loader import preprocess_image
+from planetrl.models.world_model import WorldModel
+from planetrl.training.planet import load_trained
+
+
+def episode_tensors(episode: dict[str, np.ndarray], bits: int) -> dict[str, torch.Tensor]:
+    return {"image": preprocess_image(torch.as_tensor(episode["image"])[None], bits, noise=False),
+            "action": torch.as_tensor(episode["action"], dtype=torch.float32)[None],
+            "is_first": torch.as_tensor(episode["is_first"])[None],
+            "reward": torch.as_tensor(episode["reward"], dtype=torch.float32),
+            "is_terminal": torch.as_tensor(episode["is_terminal"]).bool()}
+
+
+@torch.no_grad()
+def check_episode(model: WorldModel, data: dict[str, torch.Tensor], open_loop: list[int]) -> dict[str, list]:
+    posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
+    features = model.features(posterior)
+    predicted = model.reward(features)[0].float()
+    out: dict[str, list] = {"reward_true": data["reward"][1:].tolist(), "reward_pred": predicted[1:].tolist()}
+    if model.continue_head is None:
+        return out
+    terminal = data["is_terminal"]
+    p_continue = torch.sigmoid(model.continue_logits(features)[0].float())
+    steps = np.arange(len(terminal))
+    ends = steps[terminal.numpy()]
+    out["p_terminal"] = p_continue[terminal].tolist()
+    near = np.zeros(len(terminal), bool)
+    for end in ends:
+        near[max(end - 3, 1):end] = True
+    out["p_before"] = p_continue[torch.as_tensor(near)].tolist()
+    rest = ~near & ~terminal.numpy() & (steps > 0)
+    out["p_elsewhere"] = p_continue[torch.as_tensor(rest)].tolist()
+    for k in open_loop:
+        for end in ends:
+            if end - k < 1:
+                continue
+            start = {key: value[:, end - k] for key, value in posterior.items()}
+            imagined = model.dynamics.imagine_features(start, data["action"][:, end - k + 1:end + 1], sample=False)
+            out.setdefault(f"p_open_loop_{k}", []).append(float(torch.sigmoid(model.continue_logits(imagined))[0, -1]))
+    return out
+
+
+def summary(values: list[float]) -> float | None:
+    return round(float(np.mean(values)), 4) if values else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--episodes", type=int, default=20, help="the latest this many episodes")
+    parser.add_argument("--which", default="train_episodes", choices=("train_episodes", "test_episodes"))
+    parser.add_argument("--open-loop", default="1,3,6")
+    args = parser.parse_args()
+    cfg, model, updates = load_trained(args.run_dir, "cpu")
+    open_loop = [int(k) for k in args.open_loop.split(",") if k]
+    merged: dict[str, list] = {}
+    paths = list_episodes(args.run_dir / args.which)[-args.episodes:]
+    for path in paths:
+        episode = try_read_episode(path)
+        if episode is None:
+            continue
+        for key, values in check_episode(model, episode_tensors(episode, cfg.data.image_bits), open_loop).items():
+            merged.setdefault(key, []).extend(values)
+    true, pred = np.array(merged["reward_true"]), np.array(merged["reward_pred"])
+    result = {"run": str(args.run_dir), "updates": updates, "episodes": len(paths), "steps": len(true),
+              "reward_mae": round(float(np.abs(true - pred).mean()), 4),
+              "reward_corr": round(float(np.corrcoef(true, pred)[0, 1]), 3) if len(true) > 2 else None}
+    result.update({key: summary(values) for key, values in merged.items() if key.startswith("p_")})
+    result.update({f"n_{key}": len(values) for key, values in merged.items() if key.startswith("p_")})
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
