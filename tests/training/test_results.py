@@ -51,3 +51,15 @@ def test_published_figures_cover_the_six_paper_tasks():
     assert set(PUBLISHED) == {"cartpole-swingup", "reacher-easy", "cheetah-run", "finger-spin", "cup-catch",
                               "walker-walk"}
     assert PUBLISHED["cheetah-run"]["planet_100k"] == 138 and PUBLISHED["walker-walk"]["planet_paper"] == 951
+
+
+def test_minutes_leave_out_the_time_a_resumed_run_was_not_running():
+    from planetrl.training.results import active_seconds
+
+    record = {"random": {"start_time": 0.0, "claims": [{"time": 0.0}, {"time": 1000.0}]},
+              "metrics": [{"time": 10.0}, {"time": 100.0}, {"time": 1010.0}, {"time": 1100.0}],
+              "tests": [{"time": 100.0}, {"time": 1100.0}]}
+    assert active_seconds(record, 100.0) == 100.0  # before the resume: plain wall-clock
+    assert active_seconds(record, 1100.0) == 200.0  # 900 s between the last log and the resume left out
+    record["random"]["claims"] = [{"time": 0.0}]  # never resumed: nothing left out
+    assert active_seconds(record, 1100.0) == 1100.0

@@ -78,11 +78,30 @@ def _minutes(record: dict[str, Any], test: dict[str, Any], index: int,
     """Minutes to reach a test phase: at idle rates when known, else the measured wall-clock."""
     rate = rates.get(record["task"])
     if rate is None:
-        return (test["time"] - record["random"]["start_time"]) / 60
+        return active_seconds(record, test["time"]) / 60
     train_decisions = max((d for u, d in record["decisions_at"] if u <= test["updates"]), default=0.0)
     seconds = (rate["seed_s"] + test["updates"] * rate["update_s"] + train_decisions * rate["decision_s"]
                + (index + 1) * rate["test_phase_s"])
     return seconds / 60
+
+
+def active_seconds(record: dict[str, Any], until: float) -> float:
+    """Wall-clock from the run's start to `until`, less the time it was not running.
+
+    Each claim after the first is a resume; the time between the last thing the run logged before it and
+    the resume (a session that ended, a crash) is left out, so a resumed run's minutes are its own.
+    """
+    activity = sorted([row["time"] for row in record["metrics"] if "time" in row]
+                      + [test["time"] for test in record["tests"]])
+    starts = sorted(claim["time"] for claim in record["random"].get("claims", []))
+    start = record["random"]["start_time"]
+    idle = 0.0
+    for resume in starts[1:]:
+        if resume > until:
+            break
+        before = [t for t in activity if t < resume]
+        idle += max(resume - max(before[-1] if before else start, start), 0.0)
+    return until - start - idle
 
 
 def _at(record: dict[str, Any], minutes: float | None, rates: dict[str, dict[str, float]]) -> dict[str, Any] | None:
