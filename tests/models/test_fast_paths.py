@@ -57,7 +57,7 @@ def test_fused_observe_resets_at_an_episode_start() -> None:
     embeds, actions, is_first = _sequence()
     torch.manual_seed(9)
     alone, _ = dynamics.observe(embeds[1:2, 4:], actions[1:2, 4:], is_first[1:2, 4:])
-    # Same inputs from the reset on, other noise before it: the means after the reset only differ by noise.
+    # At a reset the belief is the GRU of zeros and the step's action, whatever came (and was sampled) before.
     assert not torch.allclose(posterior["deter"][1, 4], torch.zeros(24))
     torch.testing.assert_close(posterior["deter"][1, 4], alone["deter"][0, 0], atol=1e-5, rtol=1e-5)
 
