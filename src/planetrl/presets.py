@@ -51,7 +51,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model.depth": 16, "model.belief_size": 200, "model.state_size": 30,
         "optim.precision": "bf16", "planner.precision": "bf16",
         "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
-        "train.collect_every": 100, "train.total_updates": 7000, "train.test_every": 1000, "train.test_episodes": 2,
+        "train.collect_every": 100, "train.total_updates": 7000, "train.test_every": 1000,
         "train.log_every": 50, "run.device": "cpu",
     },
 }
