@@ -63,3 +63,23 @@ def test_minutes_leave_out_the_time_a_resumed_run_was_not_running():
     assert active_seconds(record, 1100.0) == 200.0  # 900 s between the last log and the resume left out
     record["random"]["claims"] = [{"time": 0.0}]  # never resumed: nothing left out
     assert active_seconds(record, 1100.0) == 1100.0
+
+
+def _fake(task, phases, random=(10.0, 20.0)):
+    return {"task": task, "random": {"returns": list(random)},
+            "tests": [{"returns": list(r)} for r in phases]}
+
+
+def test_the_goal_counts_only_three_phases_of_five_episodes_each():
+    from planetrl.training.results import _last_three, goal
+
+    assert goal(_fake("cheetah-run", [])) == 140
+    assert goal(_fake("cup-catch", [], random=(10.0, 20.0))) == 30  # twice the random policy's 15
+    assert goal(_fake("mock", [])) is None
+    five = [[150.0] * 5] * 3
+    assert _last_three(_fake("cheetah-run", [[0.0] * 5, *five])) == "150 (15 episodes; goal met)"
+    assert _last_three(_fake("cheetah-run", [[130.0] * 5] * 3)).endswith("goal not met)")
+    # the same returns from two-episode phases do not count, however high they are
+    assert "not the goal's measure" in _last_three(_fake("cheetah-run", [[500.0] * 2] * 3))
+    assert "not the goal's measure" in _last_three(_fake("cheetah-run", [[500.0] * 5] * 2))
+    assert _last_three(_fake("mock", [[1.0] * 2])) == "1 (2 episodes)"

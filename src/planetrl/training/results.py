@@ -40,6 +40,12 @@ PUBLISHED: dict[str, dict[str, float]] = {
     "walker-walk": {"planet_100k": 224, "dreamer_100k": 277, "planet_paper": 951},
 }
 
+# Issue 13's goal for the mean of the last three test phases; None: at least twice the random policy's return.
+GOALS: dict[str, float | None] = {"cartpole-swingup": 300, "cheetah-run": 140, "walker-walk": 225,
+                                  "finger-spin": 140, "reacher-easy": None, "cup-catch": None}
+GOAL_EPISODES = 5
+"""The goal counts only phases of at least this many test episodes: fewer make a phase one checkpoint's luck."""
+
 
 def export_record(run_dir: Path, out: Path) -> Path:
     """Copy a run's compact record to `out` and add random.json (seed-episode returns, start time)."""
@@ -121,6 +127,28 @@ def _cell(point: dict[str, Any] | None) -> str:
             f"{point['env_steps'] / 1000:.0f}k steps, {point['minutes']:.0f} min)")
 
 
+def goal(record: dict[str, Any]) -> float | None:
+    """The return the mean of the last three phases must reach on this record's task (None: no goal)."""
+    if record["task"] not in GOALS:
+        return None
+    fixed = GOALS[record["task"]]
+    return fixed if fixed is not None else 2 * float(np.mean(record["random"]["returns"]))
+
+
+def _last_three(record: dict[str, Any]) -> str:
+    """The mean of the last three phases, its episodes, and whether it meets the goal by the goal's measure."""
+    last = record["tests"][-3:]
+    mean = float(np.mean([np.mean(x["returns"]) for x in last]))
+    text = f"{mean:.0f} ({sum(len(x['returns']) for x in last)} episodes"
+    target = goal(record)
+    if target is not None:
+        if len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
+            text += f"; a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
+        else:
+            text += "; goal met" if mean >= target else "; goal not met"
+    return text + ")"
+
+
 def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> str:
     """Markdown: tasks as columns; one line per quantity."""
     by_task: dict[str, list[dict[str, Any]]] = {}
@@ -144,9 +172,9 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> 
     per_task("test return at 30 min", lambda t: joined(t, lambda r: _cell(_at(r, 30, rates))))
     per_task("test return at 60 min", lambda t: joined(t, lambda r: _cell(_at(r, 60, rates))))
     per_task("test return at the end", lambda t: joined(t, lambda r: _cell(_at(r, None, rates))))
-    per_task("mean of the last 3 test phases", lambda t: joined(
-        t, lambda r: f"{np.mean([np.mean(x['returns']) for x in r['tests'][-3:]]):.0f}"
-        f" ({sum(len(x['returns']) for x in r['tests'][-3:])} episodes)"))
+    per_task("mean of the last 3 test phases", lambda t: joined(t, _last_three))
+    per_task(f"goal for that mean (phases of at least {GOAL_EPISODES} episodes)", lambda t: joined(
+        t, lambda r: "-" if goal(r) is None else f"{goal(r):.0f}" + (" (2x random)" if GOALS[t] is None else "")))
     per_task("PlaNet at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_100k", "-")))
     per_task("Dreamer at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("dreamer_100k", "-")))
     per_task("PlaNet paper, 1000 episodes (Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_paper", "-")))
