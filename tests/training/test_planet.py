@@ -192,7 +192,14 @@ def test_eval_prints_mean_and_std(trained_run, capsys):
     result = json.loads((trained_run / "eval.json").read_text())
     assert len(result["returns"]) == 3 and np.isclose(result["mean"], np.mean(result["returns"]))
     assert "returns: " + ", ".join(f"{r:.1f}" for r in result["returns"]) in out  # each episode's return
-    assert json.loads(out_json.read_text()) == result
+    assert json.loads(out_json.read_text()) == result and result["planner"] == {}
+
+
+def test_eval_plans_with_the_planner_keys_it_is_given(trained_run):
+    assert main(["eval", "--run", str(trained_run), "--episodes", "2", "--device", "cpu",
+                 "--set", "planner.candidates=8", "--set", "planner.elites=8"]) == 0
+    result = json.loads((trained_run / "eval.json").read_text())
+    assert result["planner"] == {"planner.candidates": 8, "planner.elites": 8} and len(result["returns"]) == 2
 
 
 def test_visualize_writes_videos_with_the_right_frame_count(trained_run, tmp_path):

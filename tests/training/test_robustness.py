@@ -183,6 +183,12 @@ MISTAKES = {
     "eval on a logdir": (["eval", "--run", "{root}/planet"], "pass one of them"),
     "eval on a run without checkpoint": (["eval", "--run", "{root}/fresh/run-00"], "no checkpoint"),
     "eval on a PPO run": (["eval", "--run", "{root}/ppo/run-00"], "PPO run"),
+    "eval changing a model key": (["eval", "--run", "{root}/planet/run-00", "--set", "model.depth=8"],
+                                  "only planner.* keys"),
+    "eval with a planner typo": (["eval", "--run", "{root}/planet/run-00", "--set", "planner.candidate=8"],
+                                 "Unknown config key"),
+    "eval with fewer candidates than elites": (
+        ["eval", "--run", "{root}/planet/run-00", "--set", "planner.candidates=2"], "must be at most"),
     "visualize on a missing directory": (["visualize", "--run", "{root}/nope", "--out", "{root}/v"],
                                          "no run directory"),
     "visualize on a PPO run": (["visualize", "--run", "{root}/ppo/run-00", "--out", "{root}/v"], "PPO run"),

@@ -93,9 +93,22 @@ def cmd_train(args: argparse.Namespace) -> int:
                            args.index, args.wait, args.retry_failed)
 
 
-def _policy_episodes(run_dir: Path, episodes: int, device: str,
-                     outdir: Path | None) -> tuple[list[float], list[Path]]:
-    """Run the latest checkpoint's MPC agent without exploration; with `outdir`, keep episodes and GIFs."""
+def planner_overrides(items: list[str]) -> dict[str, object]:
+    """`--set` for a trained run: only planner.* keys, since every other key must match the checkpoint."""
+    values = config_lib.parse_assignments(items)
+    fixed = [k for k in values if not k.startswith("planner.")]
+    if fixed:
+        raise config_lib.ConfigError(f"eval --set {fixed[0]}: only planner.* keys can change for a trained "
+                                     f"run (the model, env and data keys must match its checkpoint)")
+    return values
+
+
+def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | None,
+                     planner: dict[str, object] | None = None) -> tuple[list[float], list[Path]]:
+    """Run the latest checkpoint's MPC agent without exploration; with `outdir`, keep episodes and GIFs.
+
+    `planner` overrides planner.* keys of the run's config (checked like any --set).
+    """
     from planetrl.data.episodes import EpisodeWriter, read_episode
     from planetrl.envs.make import make_batch_env
     from planetrl.envs.spaces import discrete_choices
@@ -104,6 +117,7 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str,
     from planetrl.viz import write_gif
 
     cfg, model, updates = load_trained(run_dir, device)
+    cfg = config_lib.set_values(cfg, planner or {})
     env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
     env = make_batch_env(env_cfg, episodes, seed=derive(cfg.run.seed, "envs", 3))
     written = []
@@ -130,11 +144,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     from planetrl.atomic import write_atomic
 
-    returns, _ = _policy_episodes(Path(args.run), args.episodes, args.device, None)
+    planner = planner_overrides(args.overrides)
+    returns, _ = _policy_episodes(Path(args.run), args.episodes, args.device, None, planner)
     mean, std = float(np.mean(returns)), float(np.std(returns))
     print("returns: " + ", ".join(f"{r:.1f}" for r in returns))
     print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
-    result = json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n"
+    result = json.dumps({"returns": returns, "mean": mean, "std": std, "planner": planner}) + "\n"
     write_atomic(Path(args.run) / "eval.json", result)
     if args.json:
         write_atomic(Path(args.json), result)
@@ -211,6 +226,9 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--episodes", type=int, default=10, help="episodes, run in parallel (default 10)")
     evaluate.add_argument("--json", help="also write the returns, mean and std to this JSON file")
     evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
+                          help="plan differently from the run's config, e.g. --set planner.candidates=1000 "
+                               "(planner keys only; repeatable)")
     evaluate.set_defaults(func=cmd_eval)
 
     visualize = commands.add_parser("visualize", help="videos of a trained agent and its open-loop predictions",
