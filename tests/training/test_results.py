@@ -83,3 +83,10 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     assert "not the goal's measure" in _last_three(_fake("cheetah-run", [[500.0] * 2] * 3))
     assert "not the goal's measure" in _last_three(_fake("cheetah-run", [[500.0] * 5] * 2))
     assert _last_three(_fake("mock", [[1.0] * 2])) == "1 (2 episodes)"
+    # a run that has not reached its last update has no end to measure yet
+    unfinished = {**_fake("cheetah-run", []),
+                  "config": {"train": {"total_updates": 7}}}
+    unfinished["tests"] = [{"returns": [150.0] * 5, "updates": u} for u in (1, 2, 3)]
+    assert "unfinished at 3 of 7 updates: not the goal's measure" in _last_three(unfinished)
+    unfinished["config"]["train"]["total_updates"] = 3
+    assert _last_three(unfinished).endswith("goal met)")

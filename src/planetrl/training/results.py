@@ -141,8 +141,11 @@ def _last_three(record: dict[str, Any]) -> str:
     mean = float(np.mean([np.mean(x["returns"]) for x in last]))
     text = f"{mean:.0f} ({sum(len(x['returns']) for x in last)} episodes"
     target = goal(record)
+    total = record.get("config", {}).get("train", {}).get("total_updates")
     if target is not None:
-        if len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
+        if total is not None and (not last or last[-1]["updates"] < total):
+            text += f"; unfinished at {last[-1]['updates'] if last else 0} of {total} updates: not the goal's measure"
+        elif len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
             text += f"; a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
         else:
             text += "; goal met" if mean >= target else "; goal not met"
