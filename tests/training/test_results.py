@@ -65,9 +65,11 @@ def test_minutes_leave_out_the_time_a_resumed_run_was_not_running():
     assert active_seconds(record, 1100.0) == 1100.0
 
 
-def _fake(task, phases, random=(10.0, 20.0)):
+def _fake(task, phases, random=(10.0, 20.0), total=None):
+    """A record with one test phase per list of returns, at updates 1, 2, ...; finished unless `total` is later."""
     return {"task": task, "random": {"returns": list(random)},
-            "tests": [{"returns": list(r)} for r in phases]}
+            "config": {"train": {"total_updates": total or len(phases)}},
+            "tests": [{"returns": list(r), "updates": n} for n, r in enumerate(phases, 1)]}
 
 
 def test_the_goal_counts_only_three_phases_of_five_episodes_each():
@@ -84,9 +86,6 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     assert "not the goal's measure" in _last_three(_fake("cheetah-run", [[500.0] * 5] * 2))
     assert _last_three(_fake("mock", [[1.0] * 2])) == "1 (2 episodes)"
     # a run that has not reached its last update has no end to measure yet
-    unfinished = {**_fake("cheetah-run", []),
-                  "config": {"train": {"total_updates": 7}}}
-    unfinished["tests"] = [{"returns": [150.0] * 5, "updates": u} for u in (1, 2, 3)]
-    assert "unfinished at 3 of 7 updates: not the goal's measure" in _last_three(unfinished)
-    unfinished["config"]["train"]["total_updates"] = 3
-    assert _last_three(unfinished).endswith("goal met)")
+    assert ("unfinished at 3 of 7 updates: not the goal's measure"
+            in _last_three(_fake("cheetah-run", five, total=7)))
+    assert _last_three(_fake("cheetah-run", [])) == "-"

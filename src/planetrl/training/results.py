@@ -138,18 +138,26 @@ def goal(record: dict[str, Any]) -> float | None:
 def _last_three(record: dict[str, Any]) -> str:
     """The mean of the last three phases, its episodes, and whether it meets the goal by the goal's measure."""
     last = record["tests"][-3:]
+    if not last:
+        return "-"
     mean = float(np.mean([np.mean(x["returns"]) for x in last]))
     text = f"{mean:.0f} ({sum(len(x['returns']) for x in last)} episodes"
-    target = goal(record)
-    total = record.get("config", {}).get("train", {}).get("total_updates")
+    target, reached, total = goal(record), last[-1]["updates"], record["config"]["train"]["total_updates"]
     if target is not None:
-        if total is not None and (not last or last[-1]["updates"] < total):
-            text += f"; unfinished at {last[-1]['updates'] if last else 0} of {total} updates: not the goal's measure"
+        if reached < total:
+            text += f"; unfinished at {reached} of {total} updates: not the goal's measure"
         elif len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
             text += f"; a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
         else:
             text += "; goal met" if mean >= target else "; goal not met"
     return text + ")"
+
+
+def _goal_cell(record: dict[str, Any]) -> str:
+    target = goal(record)
+    if target is None:
+        return "-"
+    return f"{target:.0f}" + (" (2x random)" if GOALS[record["task"]] is None else "")
 
 
 def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> str:
@@ -176,8 +184,7 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> 
     per_task("test return at 60 min", lambda t: joined(t, lambda r: _cell(_at(r, 60, rates))))
     per_task("test return at the end", lambda t: joined(t, lambda r: _cell(_at(r, None, rates))))
     per_task("mean of the last 3 test phases", lambda t: joined(t, _last_three))
-    per_task(f"goal for that mean (phases of at least {GOAL_EPISODES} episodes)", lambda t: joined(
-        t, lambda r: "-" if goal(r) is None else f"{goal(r):.0f}" + (" (2x random)" if GOALS[t] is None else "")))
+    per_task(f"goal for that mean (phases of at least {GOAL_EPISODES} episodes)", lambda t: joined(t, _goal_cell))
     per_task("PlaNet at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_100k", "-")))
     per_task("Dreamer at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("dreamer_100k", "-")))
     per_task("PlaNet paper, 1000 episodes (Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_paper", "-")))
