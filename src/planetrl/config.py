@@ -151,6 +151,9 @@ class TrainConfig:
     log_every: int = option(50, "Updates between two logged averages of the training metrics.", low=1)
     openloop_context: int = option(5, "Observed frames before the open-loop prediction.", low=1)
     openloop_length: int = option(50, "Frames of an open-loop prediction video, context included.", low=2)
+    keep_models: bool = option(False, "Also keep the world model of every test phase as "
+                                      "checkpoints/model-UPDATES.pt (weights only), so `planetrl eval "
+                                      "--checkpoint UPDATES` can test it again later.")
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "optim.precision": "bf16", "planner.precision": "bf16",
         "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
         "train.collect_every": 100, "train.total_updates": 7000, "train.test_every": 1000,
-        "train.log_every": 50, "run.device": "cpu",
+        "train.log_every": 50, "train.keep_models": True, "run.device": "cpu",
     },
 }
 """Named override blocks, applied before `--set` overrides."""

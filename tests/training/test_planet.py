@@ -17,7 +17,7 @@ from planetrl import config as C
 from planetrl.cli import main
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.metrics import read_metrics
-from planetrl.training.planet import read_tests
+from planetrl.training.planet import kept_models, read_tests
 
 DEBUG = ["--preset", "debug", "--no-progress"]
 
@@ -200,6 +200,28 @@ def test_eval_plans_with_the_planner_keys_it_is_given(trained_run):
                  "--set", "planner.candidates=8", "--set", "planner.elites=8"]) == 0
     result = json.loads((trained_run / "eval.json").read_text())
     assert result["planner"] == {"planner.candidates": 8, "planner.elites": 8} and len(result["returns"]) == 2
+
+
+def test_kept_models_are_the_tested_weights_and_eval_reads_them(tmp_path, capsys):
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.keep_models=true"]) == 0
+    run = tmp_path / "run-00"
+    assert kept_models(run) == [t["updates"] for t in read_tests(run)] == [8, 12]
+    latest = torch.load(run / "checkpoints" / "latest.pt", weights_only=True)["updater"]["model"]
+    at_8, at_12 = (torch.load(run / "checkpoints" / f"model-{n:07d}.pt", weights_only=True)["updater"]["model"]
+                   for n in (8, 12))
+    assert all(torch.equal(at_12[k], latest[k]) for k in latest)  # the last phase tested the final weights
+    assert any(not torch.equal(at_8[k], latest[k]) for k in latest)  # four more updates changed them
+    assert main(["eval", "--run", str(run), "--episodes", "2", "--device", "cpu", "--checkpoint", "8"]) == 0
+    assert "checkpoint at update 8" in capsys.readouterr().out
+    result = json.loads((run / "eval-0000008.json").read_text())
+    assert result["updates"] == 8 and len(result["returns"]) == 2
+    assert main(["eval", "--run", str(run), "--episodes", "2", "--device", "cpu", "--checkpoint", "5"]) == 2
+    assert "no model kept at update 5; it kept the models at updates 8, 12" in capsys.readouterr().err
+
+
+def test_a_run_without_kept_models_says_how_to_keep_them(trained_run, capsys):
+    assert main(["eval", "--run", str(trained_run), "--episodes", "1", "--device", "cpu", "--checkpoint", "8"]) == 2
+    assert "train.keep_models=true" in capsys.readouterr().err
 
 
 def test_visualize_writes_videos_with_the_right_frame_count(trained_run, tmp_path):

@@ -104,8 +104,10 @@ def planner_overrides(items: list[str]) -> dict[str, object]:
 
 
 def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | None,
-                     planner: dict[str, object] | None = None) -> tuple[list[float], list[Path]]:
-    """Run the latest checkpoint's MPC agent without exploration; with `outdir`, keep episodes and GIFs.
+                     planner: dict[str, object] | None = None,
+                     kept: int | None = None) -> tuple[list[float], list[Path], int]:
+    """Run the latest checkpoint's MPC agent (or the kept model at update `kept`) without exploration; with
+    `outdir`, keep episodes and GIFs. Returns the returns, the episode files and the model's update count.
 
     `planner` overrides planner.* keys of the run's config (checked like any --set).
     """
@@ -116,7 +118,7 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | N
     from planetrl.training.planet import build_mpc_agent, load_trained
     from planetrl.viz import write_gif
 
-    cfg, model, updates = load_trained(run_dir, device)
+    cfg, model, updates = load_trained(run_dir, device, kept)
     cfg = config_lib.set_values(cfg, planner or {})
     env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
     env = make_batch_env(env_cfg, episodes, seed=derive(cfg.run.seed, "envs", 3))
@@ -136,7 +138,7 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | N
         for number, path in enumerate(written):
             write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=20, scale=2)
     print(f"{run_dir}: checkpoint at update {updates}")
-    return [r.score for r in results], list(written)
+    return [r.score for r in results], list(written), updates
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -145,12 +147,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from planetrl.atomic import write_atomic
 
     planner = planner_overrides(args.overrides)
-    returns, _ = _policy_episodes(Path(args.run), args.episodes, args.device, None, planner)
+    returns, _, updates = _policy_episodes(Path(args.run), args.episodes, args.device, None, planner,
+                                           args.checkpoint)
     mean, std = float(np.mean(returns)), float(np.std(returns))
     print("returns: " + ", ".join(f"{r:.1f}" for r in returns))
     print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
-    result = json.dumps({"returns": returns, "mean": mean, "std": std, "planner": planner}) + "\n"
-    write_atomic(Path(args.run) / "eval.json", result)
+    result = json.dumps({"returns": returns, "mean": mean, "std": std, "planner": planner,
+                         "updates": updates}) + "\n"
+    name = "eval.json" if args.checkpoint is None else f"eval-{args.checkpoint:07d}.json"
+    write_atomic(Path(args.run) / name, result)
     if args.json:
         write_atomic(Path(args.json), result)
     return 0
@@ -163,8 +168,8 @@ def cmd_visualize(args: argparse.Namespace) -> int:
     from planetrl.viz import write_gif
 
     run_dir, outdir = Path(args.run), Path(args.out)
-    returns, episodes = _policy_episodes(run_dir, args.episodes, args.device, outdir)
-    cfg, model, _ = load_trained(run_dir, args.device)
+    returns, episodes, _ = _policy_episodes(run_dir, args.episodes, args.device, outdir, kept=args.checkpoint)
+    cfg, model, _ = load_trained(run_dir, args.device, args.checkpoint)
     written = []
     for number, path in enumerate(episodes):
         frames = open_loop_video(model, read_episode(path), cfg, resolve_device(args.device))
@@ -229,6 +234,9 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
                           help="plan differently from the run's config, e.g. --set planner.candidates=1000 "
                                "(planner keys only; repeatable)")
+    evaluate.add_argument("--checkpoint", type=int, metavar="UPDATES",
+                          help="test the model kept at this update count (train.keep_models) instead of the "
+                               "latest; writes eval-UPDATES.json")
     evaluate.set_defaults(func=cmd_eval)
 
     visualize = commands.add_parser("visualize", help="videos of a trained agent and its open-loop predictions",
@@ -238,4 +246,6 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     visualize.add_argument("--out", required=True, help="directory for the videos")
     visualize.add_argument("--episodes", type=int, default=2, help="policy episodes (default 2)")
     visualize.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
+    visualize.add_argument("--checkpoint", type=int, metavar="UPDATES",
+                           help="the model kept at this update count (train.keep_models) instead of the latest")
     visualize.set_defaults(func=cmd_visualize)

@@ -34,16 +34,18 @@ from planetrl.training.driver import Driver
 from planetrl.training.progress import EpisodeCounter, RunProgress, image_constant
 from planetrl.training.rundir import (
     CHECKPOINT,
+    MODEL_SNAPSHOT,
     Checkpoint,
     TorchRNG,
     load_checkpoint,
     prepare_run_dir,
     require_run_dir,
+    save_checkpoint,
 )
 from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
 
-__all__ = ["PlanetRun", "load_trained", "open_loop_video", "prepare_run_dir", "read_tests"]
+__all__ = ["PlanetRun", "kept_models", "load_trained", "open_loop_video", "prepare_run_dir", "read_tests"]
 from planetrl.envs.spaces import action_size, discrete_choices
 from planetrl.seeds import derive
 from planetrl.viz import encode_gif, label_openloop, openloop_frames
@@ -200,6 +202,8 @@ class PlanetRun:
                 elif phase.name == "collect":
                     self._collect_phase()
                 else:
+                    if self.cfg.train.keep_models:
+                        self._keep_model()
                     last_test = self.test_phase(self.model, self._test_env(), self.updates, self.logger)
                     self.progress_view.test(last_test["test/return"])
         finally:
@@ -265,6 +269,13 @@ class PlanetRun:
                 self.progress_view.train(means)
         self.fence()
         self.checkpoint.save(updates=self.updates, action_size=self.action_size, config=config_lib.to_dict(self.cfg))
+
+    def _keep_model(self) -> None:
+        """The weights the test phase is about to use, in a file of their own (rewritten on a resumed phase)."""
+        self.fence()
+        save_checkpoint(self.checkpoint_path.parent / MODEL_SNAPSHOT.format(updates=self.updates), {
+            "updater": {"model": self.model.state_dict()}, "updates": self.updates,
+            "action_size": self.action_size, "config": config_lib.to_dict(self.cfg)})
 
     def _collect_phase(self) -> None:
         """One episode with the MPC agent and exploration noise into the train directory."""
@@ -362,14 +373,36 @@ def open_loop_video(model: WorldModel, episode: dict[str, np.ndarray], cfg: conf
     return label_openloop(openloop_frames(truth, guess, context), context)
 
 
-def load_trained(run_dir: Path, device_name: str = "auto") -> tuple[config_lib.Config, WorldModel, int]:
-    """Config, world model with the latest checkpoint's weights, and its update count."""
-    cfg = config_lib.load(require_run_dir(Path(run_dir)) / "config.yaml")
+def kept_models(run_dir: Path) -> list[int]:
+    """The update counts of the test-phase models a run kept (train.keep_models), in order."""
+    updates = []
+    for path in (Path(run_dir) / "checkpoints").glob("model-*.pt"):
+        digits = path.stem.removeprefix("model-")
+        if digits.isdigit():
+            updates.append(int(digits))
+    return sorted(updates)
+
+
+def load_trained(run_dir: Path, device_name: str = "auto",
+                 updates: int | None = None) -> tuple[config_lib.Config, WorldModel, int]:
+    """Config, world model with the latest checkpoint's weights (or the kept model at `updates`), and its update
+    count."""
+    run_dir = Path(run_dir)
+    cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml")
     import_task_modules(cfg.run.imports)
     device = resolve_device(device_name)
-    checkpoint = load_checkpoint(run_dir / "checkpoints" / CHECKPOINT, device, needs="updater")
+    if updates is None:
+        path = run_dir / "checkpoints" / CHECKPOINT
+    else:
+        path = run_dir / "checkpoints" / MODEL_SNAPSHOT.format(updates=updates)
+        if not path.exists():
+            kept = kept_models(run_dir)
+            listed = f"it kept the models at updates {', '.join(map(str, kept))}" if kept else \
+                "it kept none (train with --set train.keep_models=true to keep them)"
+            raise FileNotFoundError(f"{run_dir} has no model kept at update {updates}; {listed}")
+    checkpoint = load_checkpoint(path, device, needs="updater")
     if checkpoint is None:
-        raise FileNotFoundError(f"{run_dir} has no checkpoint yet ({run_dir / 'checkpoints' / CHECKPOINT})")
+        raise FileNotFoundError(f"{run_dir} has no checkpoint yet ({path})")
     model = build_world_model(cfg, int(checkpoint["action_size"]))
     model.load_state_dict(checkpoint["updater"]["model"])
     return cfg, model.to(device).eval(), int(checkpoint["updates"])

@@ -21,6 +21,7 @@ from planetrl import config as config_lib
 from planetrl.atomic import write_atomic
 
 CHECKPOINT = "latest.pt"
+MODEL_SNAPSHOT = "model-{updates:07d}.pt"
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
