@@ -215,6 +215,9 @@ def test_kept_models_are_the_tested_weights_and_eval_reads_them(tmp_path, capsys
     assert "checkpoint at update 8" in capsys.readouterr().out
     result = json.loads((run / "eval-0000008.json").read_text())
     assert result["updates"] == 8 and len(result["returns"]) == 2
+    assert main(["visualize", "--run", str(run), "--out", str(tmp_path / "viz"), "--episodes", "1",
+                 "--device", "cpu", "--checkpoint", "8"]) == 0
+    assert "checkpoint at update 8" in capsys.readouterr().out and (tmp_path / "viz" / "openloop-00.gif").exists()
     assert main(["eval", "--run", str(run), "--episodes", "2", "--device", "cpu", "--checkpoint", "5"]) == 2
     assert "no model kept at update 5; it kept the models at updates 8, 12" in capsys.readouterr().err
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +19,9 @@ from planetrl.cli.common import (
     resolve_config,
 )
 from planetrl.seeds import derive
+
+if TYPE_CHECKING:
+    from planetrl.models.world_model import WorldModel
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
@@ -103,11 +107,10 @@ def planner_overrides(items: list[str]) -> dict[str, object]:
     return values
 
 
-def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | None,
-                     planner: dict[str, object] | None = None,
-                     kept: int | None = None) -> tuple[list[float], list[Path], int]:
-    """Run the latest checkpoint's MPC agent (or the kept model at update `kept`) without exploration; with
-    `outdir`, keep episodes and GIFs. Returns the returns, the episode files and the model's update count.
+def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel, int], episodes: int,
+                     outdir: Path | None, planner: dict[str, object] | None = None) -> tuple[list[float], list[Path]]:
+    """Run a trained model's MPC agent (`load_trained`'s config, model and updates) without exploration; with
+    `outdir`, keep episodes and GIFs.
 
     `planner` overrides planner.* keys of the run's config (checked like any --set).
     """
@@ -115,10 +118,10 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | N
     from planetrl.envs.make import make_batch_env
     from planetrl.envs.spaces import discrete_choices
     from planetrl.training.driver import Driver
-    from planetrl.training.planet import build_mpc_agent, load_trained
+    from planetrl.training.planet import build_mpc_agent
     from planetrl.viz import write_gif
 
-    cfg, model, updates = load_trained(run_dir, device, kept)
+    cfg, model, updates = trained
     cfg = config_lib.set_values(cfg, planner or {})
     env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
     env = make_batch_env(env_cfg, episodes, seed=derive(cfg.run.seed, "envs", 3))
@@ -138,22 +141,23 @@ def _policy_episodes(run_dir: Path, episodes: int, device: str, outdir: Path | N
         for number, path in enumerate(written):
             write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=20, scale=2)
     print(f"{run_dir}: checkpoint at update {updates}")
-    return [r.score for r in results], list(written), updates
+    return [r.score for r in results], list(written)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     import json
 
     from planetrl.atomic import write_atomic
+    from planetrl.training.planet import load_trained
 
     planner = planner_overrides(args.overrides)
-    returns, _, updates = _policy_episodes(Path(args.run), args.episodes, args.device, None, planner,
-                                           args.checkpoint)
+    trained = load_trained(Path(args.run), args.device, args.checkpoint)
+    returns, _ = _policy_episodes(Path(args.run), trained, args.episodes, None, planner)
     mean, std = float(np.mean(returns)), float(np.std(returns))
     print("returns: " + ", ".join(f"{r:.1f}" for r in returns))
     print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
     result = json.dumps({"returns": returns, "mean": mean, "std": std, "planner": planner,
-                         "updates": updates}) + "\n"
+                         "updates": trained[2]}) + "\n"
     name = "eval.json" if args.checkpoint is None else f"eval-{args.checkpoint:07d}.json"
     write_atomic(Path(args.run) / name, result)
     if args.json:
@@ -168,8 +172,9 @@ def cmd_visualize(args: argparse.Namespace) -> int:
     from planetrl.viz import write_gif
 
     run_dir, outdir = Path(args.run), Path(args.out)
-    returns, episodes, _ = _policy_episodes(run_dir, args.episodes, args.device, outdir, kept=args.checkpoint)
-    cfg, model, _ = load_trained(run_dir, args.device, args.checkpoint)
+    trained = load_trained(run_dir, args.device, args.checkpoint)
+    returns, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir)
+    cfg, model, _ = trained
     written = []
     for number, path in enumerate(episodes):
         frames = open_loop_video(model, read_episode(path), cfg, resolve_device(args.device))
