@@ -39,7 +39,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "cpu128": {
         "env.task": "highway", "env.image_size": 128, "env.processes": 1, "model.continuation": True,
-        "data.batch_size": 8, "data.cross_episodes": True,
+        "data.batch_size": 8, "data.cross_episodes": True, "data.prefetch": 0,
         "data.chunk_length": 24, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "bf16",
         "planner.precision": "bf16", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
         "train.collect_every": 50, "train.total_updates": 6000, "train.test_every": 500,
@@ -47,7 +47,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "cpu": {
         "env.fast_render": True, "env.processes": 1,
-        "data.batch_size": 8, "data.chunk_length": 32,
+        "data.batch_size": 8, "data.chunk_length": 32, "data.prefetch": 0,
         "model.depth": 16, "model.belief_size": 200, "model.state_size": 30,
         "optim.precision": "bf16", "planner.precision": "bf16",
         "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,

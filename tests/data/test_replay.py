@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from planetrl.data import episodes as E
-from planetrl.data.loader import Loader, postprocess_image, preprocess_image
+from planetrl.data.loader import Loader, dequantize, postprocess_image, preprocess_image
 from planetrl.data.replay import Replay
 
 
@@ -164,6 +164,20 @@ def test_quantization_is_exact_and_inverts_to_the_same_bins():
         np.testing.assert_array_equal(back.numpy(), ((image.long() >> (8 - bits)) << (8 - bits)).numpy())
         clean = preprocess_image(image, bits, noise=False)
         assert len(torch.unique(clean)) == bins
+
+
+def test_loader_dequantization_keeps_each_pixel_in_its_bin_with_the_bin_centre_as_mean():
+    image = np.arange(256, dtype=np.uint8).reshape(1, 16, 16, 1).repeat(3, axis=-1)
+    for bits in (5, 8, 3):
+        bins = 2**bits
+        x = dequantize(image, bits, np.random.default_rng(0))
+        assert x.dtype == np.float32 and x.min() >= -0.5 and x.max() < 0.5
+        np.testing.assert_array_equal(np.floor((x + 0.5) * bins), image >> (8 - bits))
+        draws = np.stack([dequantize(image, bits, np.random.default_rng(seed)) for seed in range(400)])
+        centre = preprocess_image(torch.from_numpy(image), bits, noise=False).numpy()
+        np.testing.assert_allclose(draws.mean(0), centre, atol=4 * (1 / bins) / np.sqrt(12 * 400))
+    with pytest.raises(ValueError, match=r"bits must be within 1\.\.8, got 9"):
+        dequantize(image, 9, np.random.default_rng(0))
 
 
 def test_loader_batches_are_reproducible_with_and_without_prefetch(tmp_path):

@@ -36,6 +36,22 @@ def preprocess_image(image: torch.Tensor, bits: int, generator: torch.Generator 
     return image / bins - 0.5
 
 
+def dequantize(image: np.ndarray, bits: int, rng: np.random.Generator) -> np.ndarray:
+    """`preprocess_image` with noise, for the loader: uint8 -> float32 in [-0.5, 0.5) in numpy.
+
+    Single-threaded, so a prefetch thread adds no OpenMP team beside the update's, and 2.4x faster
+    than the torch form at 64x64 (BENCHMARKS.md, issue 19).
+    """
+    if not 1 <= bits <= 8:
+        raise ValueError(f"bits must be within 1..8, got {bits}")
+    bins = 2**bits
+    out = (image >> (8 - bits)).astype(np.float32)
+    out += rng.random(out.shape, dtype=np.float32)
+    out *= np.float32(1 / bins)
+    out -= np.float32(0.5)
+    return out
+
+
 def postprocess_image(image: torch.Tensor, bits: int) -> torch.Tensor:
     """Inverse of `preprocess_image` for display: the bin's lowest uint8 value."""
     bins = 2**bits
@@ -50,7 +66,8 @@ class Loader:
     prepares up to that many ahead, and with a CUDA device it pins host memory
     and copies without blocking. Sampling and noise derive from `seed`, and
     because each `take` samples only from the replay as it stands, a run is
-    reproducible whatever the thread timing.
+    reproducible whatever the thread timing. On a CPU device the thread competes with the update for
+    the cores: the `cpu` presets make batches inline (prefetch 0; BENCHMARKS.md, issue 19).
     """
 
     def __init__(self, replay: Replay, batch_size: int, bits: int = 5, device: str | torch.device = "cpu",
@@ -63,16 +80,14 @@ class Loader:
         self.device = torch.device(device)
         self.prefetch = prefetch
         self._rng = np.random.default_rng(seed)
-        self._generator = torch.Generator().manual_seed(seed)
 
     def state_dict(self) -> dict:
         """Sampling RNG state, for resume."""
-        return {"rng": self._rng.bit_generator.state, "generator": self._generator.get_state()}
+        return {"rng": self._rng.bit_generator.state}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore the sampling RNG state saved by `state_dict`."""
+        """Restore the sampling RNG state saved by `state_dict` (older checkpoints' "generator" is unused)."""
         self._rng.bit_generator.state = state["rng"]
-        self._generator.set_state(state["generator"])
 
     def make_batch(self) -> Batch:
         """Sample and prepare one batch in the calling thread."""
@@ -80,10 +95,10 @@ class Loader:
         pin = self.device.type == "cuda"
         batch = {}
         for key, value in arrays.items():
-            tensor = torch.from_numpy(np.ascontiguousarray(value))
             if key == "image":
-                tensor = preprocess_image(tensor, self.bits, self._generator)
-            elif tensor.dtype == torch.float64:
+                value = dequantize(value, self.bits, self._rng)
+            tensor = torch.from_numpy(np.ascontiguousarray(value))
+            if tensor.dtype == torch.float64:
                 tensor = tensor.float()
             if pin:
                 tensor = tensor.pin_memory()
