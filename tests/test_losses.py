@@ -156,3 +156,20 @@ def test_overshooting_keeps_the_one_step_kl_at_full_weight_and_adds_the_scaled_m
     pairs = overshooting_kls(model, posterior, batch["action"], batch["is_first"], 4)[1:]
     valid = sum(int(mask.sum()) for _, mask in pairs)
     assert valid == 3 * (6 + 5 + 4)  # 3 sequences; distances 2, 3, 4 leave 6, 5, 4 valid starts of 8 steps
+
+
+def test_terminal_reward_shifts_the_reward_target_at_terminal_steps_only():
+    model = _small_model()
+    batch = _batch()
+    batch["is_terminal"] = torch.zeros(3, 6, dtype=torch.bool)
+    batch["is_terminal"][0, 5] = batch["is_terminal"][2, 3] = True
+    shifted = dict(batch, reward=batch["reward"] - 2.0 * batch["is_terminal"].float())
+
+    def terms(data, weights):
+        torch.manual_seed(1)  # the same posterior samples in each call
+        return world_model_loss(model, data, weights)[1]
+
+    with_penalty = terms(batch, LossWeights(terminal_reward=-2.0))
+    by_hand, without = terms(shifted, LossWeights()), terms(batch, LossWeights())
+    torch.testing.assert_close(with_penalty["reward_nll"], by_hand["reward_nll"])
+    assert with_penalty["reward_nll"] > without["reward_nll"] + 0.1

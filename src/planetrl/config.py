@@ -99,6 +99,9 @@ class LossConfig:
     reward_scale: float = option(PAPER["loss.reward_scale"], "Scale of the reward log-likelihood term.", low=0.0)
     overshooting: int = option(PAPER["loss.overshooting"], "Latent overshooting distance D; 0 or 1 = off.", low=0)
     continuation_scale: float = option(1.0, "Scale of the continuation head's log-likelihood term.", low=0.0)
+    terminal_reward: float = option(0.0, "Added to the reward target of terminal steps (a crash, not a time "
+                                         "limit): a collision penalty the planner sees when negative. Returns "
+                                         "stay the task's own.")
     overshooting_scale: float = option(1.0, "Weight of the mean overshooting KL over distances 2..D, added to "
                                             "the one-step KL at full weight (as in the original code).", low=0.0)
 

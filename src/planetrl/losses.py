@@ -25,6 +25,7 @@ class LossWeights:
     overshooting: int = PAPER["loss.overshooting"]  # 0 or 1 = the ordinary KL only; D > 1 adds distances 2..D
     overshooting_scale: float = 1.0  # weight of the mean over distances 2..D; the one-step KL keeps weight 1
     continuation_scale: float = 1.0  # weight of the continuation head's Bernoulli log-likelihood, when it exists
+    terminal_reward: float = 0.0  # added to the reward target where is_terminal: a learned crash penalty
 
 
 def mean_gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
@@ -109,7 +110,10 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
     posterior, prior = model.observe(images, actions, is_first)
     features = model.features(posterior)
     image_nll = mean_gaussian_nll(images, model.decode(features), dims=3)
-    reward_nll = mean_gaussian_nll(batch["reward"], model.reward(features), dims=0)
+    reward = batch["reward"]
+    if weights.terminal_reward:
+        reward = reward + weights.terminal_reward * batch["is_terminal"].to(reward.dtype)
+    reward_nll = mean_gaussian_nll(reward, model.reward(features), dims=0)
     metrics = {"image_nll": image_nll.detach(), "reward_nll": reward_nll.detach()}
     loss = image_nll + weights.reward_scale * reward_nll
     if model.continue_head is not None:
