@@ -191,6 +191,8 @@ def test_eval_prints_mean_and_std(trained_run, capsys):
     assert "over 3 episodes" in out
     result = json.loads((trained_run / "eval.json").read_text())
     assert len(result["returns"]) == 3 and np.isclose(result["mean"], np.mean(result["returns"]))
+    assert len(result["lengths"]) == 3 and all(1 <= n <= 12 for n in result["lengths"])  # debug: 12-step episodes
+    assert np.isclose(result["mean_length"], np.mean(result["lengths"]))
     assert "returns: " + ", ".join(f"{r:.1f}" for r in result["returns"]) in out  # each episode's return
     assert json.loads(out_json.read_text()) == result and result["planner"] == {}
 

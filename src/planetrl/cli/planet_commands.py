@@ -22,6 +22,7 @@ from planetrl.seeds import derive
 
 if TYPE_CHECKING:
     from planetrl.models.world_model import WorldModel
+    from planetrl.training.driver import EpisodeResult
 
 
 def cmd_tasks(args: argparse.Namespace) -> int:
@@ -108,9 +109,10 @@ def planner_overrides(items: list[str]) -> dict[str, object]:
 
 
 def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel, int], episodes: int,
-                     outdir: Path | None, planner: dict[str, object] | None = None) -> tuple[list[float], list[Path]]:
+                     outdir: Path | None, planner: dict[str, object] | None = None
+                     ) -> tuple[list[EpisodeResult], list[Path]]:
     """Run a trained model's MPC agent (`load_trained`'s config, model and updates) without exploration; with
-    `outdir`, keep episodes and GIFs.
+    `outdir`, keep episodes and GIFs. Returns each episode's score and length, and the episode files.
 
     `planner` overrides planner.* keys of the run's config (checked like any --set).
     """
@@ -141,7 +143,7 @@ def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel
         for number, path in enumerate(written):
             write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=20, scale=2)
     print(f"{run_dir}: checkpoint at update {updates}")
-    return [r.score for r in results], list(written)
+    return results, list(written)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -152,12 +154,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     planner = planner_overrides(args.overrides)
     trained = load_trained(Path(args.run), args.device, args.checkpoint)
-    returns, _ = _policy_episodes(Path(args.run), trained, args.episodes, None, planner)
+    results, _ = _policy_episodes(Path(args.run), trained, args.episodes, None, planner)
+    returns, lengths = [r.score for r in results], [r.length for r in results]
     mean, std = float(np.mean(returns)), float(np.std(returns))
     print("returns: " + ", ".join(f"{r:.1f}" for r in returns))
-    print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
-    result = json.dumps({"returns": returns, "mean": mean, "std": std, "planner": planner,
-                         "updates": trained[2]}) + "\n"
+    print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes, {np.mean(lengths):.1f} decisions on average")
+    result = json.dumps({"returns": returns, "mean": mean, "std": std, "lengths": lengths,
+                         "mean_length": float(np.mean(lengths)), "planner": planner, "updates": trained[2]}) + "\n"
     name = "eval.json" if args.checkpoint is None else f"eval-{args.checkpoint:07d}.json"
     write_atomic(Path(args.run) / name, result)
     if args.json:
@@ -173,7 +176,8 @@ def cmd_visualize(args: argparse.Namespace) -> int:
 
     run_dir, outdir = Path(args.run), Path(args.out)
     trained = load_trained(run_dir, args.device, args.checkpoint)
-    returns, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir)
+    results, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir)
+    returns = [r.score for r in results]
     cfg, model, _ = trained
     written = []
     for number, path in enumerate(episodes):
