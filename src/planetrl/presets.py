@@ -42,6 +42,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "data.batch_size": 8, "data.cross_episodes": True, "data.prefetch": 0,
         "data.chunk_length": 24, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "bf16",
         "planner.precision": "bf16", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
+        "planner.horizon": 24,
         "train.collect_every": 50, "train.total_updates": 6000, "train.test_every": 500,
         "train.test_episodes": 5, "train.keep_models": True, "train.log_every": 25, "run.device": "cpu",
     },
