@@ -265,3 +265,23 @@ def test_weights_and_biases_logging_in_offline_mode(tmp_path, monkeypatch):
     assert len(runs) == 1 and list(runs[0].glob("*.wandb"))
     assert read_metrics(tmp_path / "run-00")  # metrics.jsonl and TensorBoard stay as they are
     assert list((tmp_path / "run-00" / "events").iterdir())
+
+
+def test_visualize_plans_with_the_planner_keys_it_is_given_and_refuses_others(trained_run, tmp_path, capsys,
+                                                                               monkeypatch):
+    import planetrl.training.planet as planet_module
+
+    seen = []
+    original = planet_module.build_mpc_agent
+
+    def recording(cfg, *args, **kwargs):
+        seen.append(cfg.planner.horizon)
+        return original(cfg, *args, **kwargs)
+
+    monkeypatch.setattr(planet_module, "build_mpc_agent", recording)
+    assert main(["visualize", "--run", str(trained_run), "--out", str(tmp_path / "viz"), "--episodes", "1",
+                 "--device", "cpu", "--set", "planner.horizon=5"]) == 0
+    assert seen == [5] and _gif_frames(tmp_path / "viz" / "policy-00.gif") == 13
+    assert main(["visualize", "--run", str(trained_run), "--out", str(tmp_path / "viz2"), "--episodes", "1",
+                 "--device", "cpu", "--set", "model.depth=8"]) == 2
+    assert "only planner.* keys" in capsys.readouterr().err

@@ -176,7 +176,7 @@ def cmd_visualize(args: argparse.Namespace) -> int:
 
     run_dir, outdir = Path(args.run), Path(args.out)
     trained = load_trained(run_dir, args.device, args.checkpoint)
-    results, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir)
+    results, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir, planner_overrides(args.overrides))
     returns = [r.score for r in results]
     cfg, model, _ = trained
     written = []
@@ -217,6 +217,10 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
     collect.set_defaults(func=cmd_collect)
 
 
+PLANNER_SET_HELP = ("plan differently from the run's config, e.g. --set planner.candidates=1000 (planner keys "
+                    "only; repeatable)")
+
+
 def add_training_commands(commands: argparse._SubParsersAction) -> None:
     """`train`, `eval` and `visualize`."""
     train = commands.add_parser(
@@ -241,8 +245,7 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--json", help="also write the returns, mean and std to this JSON file")
     evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
-                          help="plan differently from the run's config, e.g. --set planner.candidates=1000 "
-                               "(planner keys only; repeatable)")
+                          help=PLANNER_SET_HELP)
     evaluate.add_argument("--checkpoint", type=int, metavar="UPDATES",
                           help="test the model kept at this update count (train.keep_models) instead of the "
                                "latest; writes eval-UPDATES.json")
@@ -257,4 +260,6 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     visualize.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     visualize.add_argument("--checkpoint", type=int, metavar="UPDATES",
                            help="the model kept at this update count (train.keep_models) instead of the latest")
+    visualize.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
+                           help=PLANNER_SET_HELP)
     visualize.set_defaults(func=cmd_visualize)
