@@ -22,9 +22,10 @@ def parse_actions(text: str) -> dict[str, np.ndarray]:
     actions = {}
     for item in filter(None, text.split(";")):
         name, _, values = item.partition("=")
-        if not values:
-            raise ValueError(f"bad action {item!r}; expected NAME=V1,V2,...")
-        actions[name.strip()] = np.array([float(v) for v in values.split(",")], np.float32)
+        try:
+            actions[name.strip()] = np.array([float(v) for v in values.split(",")], np.float32)
+        except ValueError:
+            raise ValueError(f"bad action {item!r}; expected NAME=V1,V2,... with numbers") from None
     return actions
 
 
@@ -43,7 +44,10 @@ def main() -> None:
     cfg = C.build(args.preset, overrides)
     env = make_env(cfg.env, seed=0)
     size = env.action_space.shape[0]
-    constants = parse_actions(args.actions)
+    try:
+        constants = parse_actions(args.actions)
+    except ValueError as error:
+        parser.error(str(error))
     for name, action in constants.items():
         if action.shape != (size,):
             parser.error(f"action {name!r} has {action.size} values; the task takes {size}")
