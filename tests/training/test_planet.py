@@ -285,3 +285,13 @@ def test_visualize_plans_with_the_planner_keys_it_is_given_and_refuses_others(tr
     assert main(["visualize", "--run", str(trained_run), "--out", str(tmp_path / "viz2"), "--episodes", "1",
                  "--device", "cpu", "--set", "model.depth=8"]) == 2
     assert "only planner.* keys" in capsys.readouterr().err
+
+
+def test_eval_is_reproducible_with_the_same_seeds(trained_run):
+    """The filter and the planner's rollouts sample from torch's global RNG; eval seeds it from the run."""
+    outcomes = []
+    for _ in range(2):
+        torch.manual_seed(len(outcomes))  # whatever the caller's RNG state was
+        assert main(["eval", "--run", str(trained_run), "--episodes", "3", "--device", "cpu"]) == 0
+        outcomes.append(json.loads((trained_run / "eval.json").read_text())["returns"])
+    assert outcomes[0] == outcomes[1]
