@@ -31,8 +31,8 @@ from planetrl.data.replay import Replay
 from planetrl.training.updater import WorldModelUpdater, build_world_model
 
 
-def measure(run_dir: Path | None, episodes_dir: Path, cfg: C.Config, modes: list[str], updates: int,
-            rounds: int) -> dict:
+def measure(episodes_dir: Path, cfg: C.Config, modes: list[str], updates: int, rounds: int) -> dict:
+    """Median and mean seconds per update for each mode, over `rounds` interleaved rounds of `updates`."""
     replay = Replay(episodes_dir, cfg.data.chunk_length, cfg.data.max_episodes, cfg.data.max_steps,
                     cfg.data.recent_fraction, cfg.data.recent_episodes, cross_episodes=cfg.data.cross_episodes)
     replay.refresh()
@@ -75,12 +75,12 @@ def main() -> None:
             parser.error(f"unknown mode {mode!r}; allowed: fixed, prefetch0, prefetch1, ...")
     if args.run is not None:
         cfg = C.load(args.run / "config.yaml")
-        result = measure(args.run, args.run / "train_episodes", cfg, modes, args.updates, args.rounds)
+        result = measure(args.run / "train_episodes", cfg, modes, args.updates, args.rounds)
     else:
         cfg = C.build(args.preset, ["env.image_size=64"])
         with tempfile.TemporaryDirectory() as directory:
             fill(Path(directory), 20, 500, 64)
-            result = measure(None, Path(directory), cfg, modes, args.updates, args.rounds)
+            result = measure(Path(directory), cfg, modes, args.updates, args.rounds)
     print(json.dumps({"modes": result, "run": str(args.run) if args.run else None, "preset": args.preset,
                       "batch": cfg.data.batch_size, "length": cfg.data.chunk_length,
                       "threads": torch.get_num_threads(), "cpus": os.cpu_count(), "torch": torch.__version__,
