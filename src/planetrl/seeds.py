@@ -13,7 +13,6 @@ STREAMS = {
     "ppo-batch": 1_000_003,  # PPO's N-th batch of episodes
     "env-in-batch": 10_007,  # the I-th env of a batch, from the batch's seed
     "planner": 7_919,  # the CEM generator of the I-th env, from the agent's seed
-    "eval": 3_000_017,  # torch's global RNG (posterior and imagined samples) in `eval` and `visualize`
 }
 
 

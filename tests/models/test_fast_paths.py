@@ -75,6 +75,22 @@ def test_fused_imagination_matches_the_step_by_step_form(sample: bool) -> None:
     torch.testing.assert_close(features[True], features[False], atol=1e-5, rtol=1e-5)
 
 
+def test_given_noise_drives_both_imagination_forms_and_the_global_rng_does_not() -> None:
+    dynamics = _dynamics()
+    state = {key: torch.randn(4, value.shape[-1]) for key, value in dynamics.initial(4).items()}
+    actions = torch.rand(4, 5, 3) * 2 - 1
+    noise = torch.randn(4, 5, dynamics.state_size)
+    features = {}
+    for fused in (False, True):
+        dynamics.fused = fused
+        torch.manual_seed(int(fused))  # a different global stream for each form
+        features[fused] = dynamics.imagine_features(state, actions, noise=noise)
+    torch.testing.assert_close(features[True], features[False], atol=1e-5, rtol=1e-5)
+    states = dynamics.imagine(state, actions, noise=noise)
+    torch.testing.assert_close(states["stoch"], states["mean"] + states["std"] * noise)
+    assert not torch.allclose(features[True], dynamics.imagine_features(state, actions, sample=False))
+
+
 def test_fused_imagination_runs_in_the_autocast_dtype_and_stays_close() -> None:
     dynamics = _dynamics()
     state = {key: torch.randn(64, value.shape[-1]) for key, value in dynamics.initial(64).items()}

@@ -288,7 +288,7 @@ def test_visualize_plans_with_the_planner_keys_it_is_given_and_refuses_others(tr
 
 
 def test_eval_is_reproducible_with_the_same_seeds(trained_run):
-    """The filter and the planner's rollouts sample from torch's global RNG; eval seeds it from the run."""
+    """The agent draws every sample from generators seeded by the run, never from torch's global RNG."""
     outcomes = []
     for _ in range(2):
         torch.manual_seed(len(outcomes))  # whatever the caller's RNG state was

@@ -22,9 +22,10 @@ class _Discounted:
 
     def __init__(self, model: WorldModel, discount: float) -> None:
         self.model, self.discount = model, discount
+        self.noise_size = model.noise_size
 
-    def imagine(self, state: State, actions: torch.Tensor) -> torch.Tensor:
-        return self.model.imagine(state, actions, self.discount)
+    def imagine(self, state: State, actions: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
+        return self.model.imagine(state, actions, self.discount, noise)
 
 
 class MPCAgent:
@@ -51,7 +52,8 @@ class MPCAgent:
         self.warm_start = warm_start
         self.device = next(model.parameters()).device
         self.precision = planning_precision(precision, self.device)
-        # One generator per env: planning a batch equals planning each env alone with its seed.
+        # One generator per env, for every draw (posterior, imagined priors, candidates, exploration):
+        # acting on a batch equals acting on each env alone with its seed, whatever the global RNG.
         self.generators = [torch.Generator(device=self.device).manual_seed(derive(seed, "planner", i))
                            for i in range(num_envs)]
         self._rng = np.random.default_rng(seed)
@@ -80,7 +82,8 @@ class MPCAgent:
         image = torch.tensor(obs["image"], device=self.device)  # a copy: env arrays may be read-only
         image = preprocess_image(image, self.bits, noise=False)
         self.model.eval()
-        self.state = self.model.filter_step(self.state, self.prev_action, image)
+        noise = self._normal(self.model.noise_size) if self.model.noise_size else None
+        self.state = self.model.filter_step(self.state, self.prev_action, image, noise)
         with autocast(self.device, self.precision):
             result = plan(self.objective, self.state, self.action_size, self.settings, self.generators,
                           self.plan_mean if self.warm_start else None, self.plan_std if self.warm_start else None)
@@ -97,12 +100,14 @@ class MPCAgent:
             return choice
         action = result.first_action()
         if explore and self.noise:
-            noise = torch.stack([torch.randn(self.action_size, generator=g, device=self.device)
-                                 for g in self.generators])
-            action = action + self.noise * noise
+            action = action + self.noise * self._normal(self.action_size)
         action = action.clamp(-1.0, 1.0)
         self.prev_action = action
         return action.cpu().numpy().astype(np.float32)
+
+    def _normal(self, size: int) -> torch.Tensor:
+        """(E, size) standard-normal draws, row e from env e's generator."""
+        return torch.stack([torch.randn(size, generator=g, device=self.device) for g in self.generators])
 
     def observe(self, transition: dict[str, Any]) -> None:
         """The MPC agent learns offline from the replay, not from transitions."""

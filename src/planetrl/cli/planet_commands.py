@@ -116,8 +116,6 @@ def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel
 
     `planner` overrides planner.* keys of the run's config (checked like any --set).
     """
-    import torch
-
     from planetrl.data.episodes import EpisodeWriter, read_episode
     from planetrl.envs.make import make_batch_env
     from planetrl.envs.spaces import discrete_choices
@@ -127,7 +125,6 @@ def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel
 
     cfg, model, updates = trained
     cfg = config_lib.set_values(cfg, planner or {})
-    torch.manual_seed(derive(cfg.run.seed, "eval"))  # the filter and the rollouts sample from it: same seed, same test
     env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
     env = make_batch_env(env_cfg, episodes, seed=derive(cfg.run.seed, "envs", 3))
     written = []

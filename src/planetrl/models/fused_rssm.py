@@ -78,12 +78,13 @@ class _Cell:
         from_belief = torch.addmm(self.from_belief_bias, deter, self.from_belief)
         return deter, from_belief[:, :self.prior_units].relu(), from_belief[:, self.prior_units:]
 
-    def gaussian(self, hidden: torch.Tensor, out: tuple[torch.Tensor, torch.Tensor], sample: bool
-                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def gaussian(self, hidden: torch.Tensor, out: tuple[torch.Tensor, torch.Tensor], sample: bool,
+                 noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         mean, raw_std = F.linear(hidden, *out).chunk(2, -1)
         std = (F.softplus(raw_std.float()) + self.min_std).to(self.dtype)  # softplus is slow in bf16 on CPU
-        stoch = mean + std * torch.randn_like(std) if sample else mean
-        return stoch, mean, std
+        if not sample:
+            return mean, mean, std
+        return mean + std * (torch.randn_like(std) if noise is None else noise), mean, std
 
 
 def observe(dynamics: torch.nn.Module, embeds: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
@@ -115,7 +116,8 @@ def observe(dynamics: torch.nn.Module, embeds: torch.Tensor, actions: torch.Tens
         return _stack(posts), _stack(priors)
 
 
-def imagine_features(dynamics: torch.nn.Module, state: State, actions: torch.Tensor, sample: bool) -> torch.Tensor:
+def imagine_features(dynamics: torch.nn.Module, state: State, actions: torch.Tensor, sample: bool,
+                     noise: torch.Tensor | None = None) -> torch.Tensor:
     """`LatentDynamics.imagine_features` for the RSSM with the block GRU: (B, H, F) features.
 
     Under autocast the whole rollout runs in the autocast dtype with its weights cast once per call.
@@ -127,9 +129,10 @@ def imagine_features(dynamics: torch.nn.Module, state: State, actions: torch.Ten
         deter, stoch = state["deter"].to(dtype), state["stoch"].to(dtype)
         features = actions.new_empty((*actions.shape[:2], dynamics.feature_size), dtype=dtype)
         gate_input = cell.gate_input(deter)
+        noise = None if noise is None else noise.to(dtype)
         for t in range(actions.shape[1]):
             deter, prior_hidden, gate_input = cell.step(stoch, deter, gate_input, action_parts[:, t])
-            stoch = cell.gaussian(prior_hidden, cell.prior_out, sample)[0]
+            stoch = cell.gaussian(prior_hidden, cell.prior_out, sample, None if noise is None else noise[:, t])[0]
             features[:, t, :dynamics.belief_size] = deter
             features[:, t, dynamics.belief_size:] = stoch
         return features

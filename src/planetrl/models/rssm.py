@@ -125,30 +125,39 @@ class LatentDynamics(nn.Module):
         """Concatenated belief and sample."""
         return torch.cat([state["deter"], state["stoch"]], -1)
 
-    def _gaussian(self, out: torch.Tensor, sample: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _gaussian(self, out: torch.Tensor, sample: bool, noise: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         mean, raw_std = out.chunk(2, -1)
         std = (F.softplus(raw_std.float()) + self.min_std).to(mean.dtype)  # softplus is slow in bf16 on CPU
-        stoch = mean + std * torch.randn_like(std) if sample else mean
-        return stoch, mean, std
+        if not sample:
+            return mean, mean, std
+        noise = torch.randn_like(std) if noise is None else noise.to(std.dtype)
+        return mean + std * noise, mean, std
 
-    def prior_step(self, state: State, action: torch.Tensor, sample: bool = True) -> State:
-        """p(s_t | s_{t-1}, a_{t-1}): one step of the transition."""
+    def prior_step(self, state: State, action: torch.Tensor, sample: bool = True,
+                   noise: torch.Tensor | None = None) -> State:
+        """p(s_t | s_{t-1}, a_{t-1}): one step of the transition.
+
+        `noise` (B, state_size) is the standard-normal draw of the sample; without it the
+        global RNG draws one. Callers that must not depend on the global RNG pass their own.
+        """
         hidden = F.relu(self.transition_in(torch.cat([state["stoch"], action], -1)))
         deter = self.gru(hidden, state["deter"]) if self.belief_size else state["deter"]
         if not self.state_size:
             return {"deter": deter, "stoch": state["stoch"], "mean": state["mean"], "std": state["std"]}
         head = F.relu(self.prior_hidden(deter)) if self.belief_size else hidden
-        stoch, mean, std = self._gaussian(self.prior_out(head), sample)
+        stoch, mean, std = self._gaussian(self.prior_out(head), sample, noise)
         return {"deter": deter, "stoch": stoch, "mean": mean, "std": std}
 
-    def posterior_step(self, prior: State, embed: torch.Tensor, sample: bool = True) -> State:
-        """q(s_t | prior_t, o_t): correct the prior with the image embedding."""
+    def posterior_step(self, prior: State, embed: torch.Tensor, sample: bool = True,
+                       noise: torch.Tensor | None = None) -> State:
+        """q(s_t | prior_t, o_t): correct the prior with the image embedding (`noise` as in `prior_step`)."""
         if not self.state_size:
             hidden = F.relu(self.correction_hidden(torch.cat([prior["deter"], embed], -1)))
             return {**prior, "deter": prior["deter"] + self.correction_out(hidden)}
         base = prior["deter"] if self.belief_size else torch.cat([prior["mean"], prior["std"]], -1)
         hidden = F.relu(self.posterior_hidden(torch.cat([base, embed], -1)))
-        stoch, mean, std = self._gaussian(self.posterior_out(hidden), sample)
+        stoch, mean, std = self._gaussian(self.posterior_out(hidden), sample, noise)
         return {**prior, "stoch": stoch, "mean": mean, "std": std}
 
     def observe(self, embeds: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
@@ -173,21 +182,26 @@ class LatentDynamics(nn.Module):
             priors.append(prior)
         return _stack(posts), _stack(priors)
 
-    def imagine(self, state: State, actions: torch.Tensor, sample: bool = True) -> State:
-        """Roll the prior forward through (B, H, A) actions; returns (B, H, ...) states."""
+    def imagine(self, state: State, actions: torch.Tensor, sample: bool = True,
+                noise: torch.Tensor | None = None) -> State:
+        """Roll the prior forward through (B, H, A) actions; returns (B, H, ...) states.
+
+        `noise` (B, H, state_size), if given, is the samples' standard-normal draws.
+        """
         states = []
         for t in range(actions.shape[1]):
-            state = self.prior_step(state, actions[:, t], sample)
+            state = self.prior_step(state, actions[:, t], sample, None if noise is None else noise[:, t])
             states.append(state)
         return _stack(states)
 
-    def imagine_features(self, state: State, actions: torch.Tensor, sample: bool = True) -> torch.Tensor:
+    def imagine_features(self, state: State, actions: torch.Tensor, sample: bool = True,
+                         noise: torch.Tensor | None = None) -> torch.Tensor:
         """Like `imagine`, but keeps only the (B, H, F) features: the planner's hot path."""
         if self.fused:
-            return fused_rssm.imagine_features(self, state, actions, sample)
+            return fused_rssm.imagine_features(self, state, actions, sample, noise)
         features = []
         for t in range(actions.shape[1]):
-            state = self.prior_step(state, actions[:, t], sample)
+            state = self.prior_step(state, actions[:, t], sample, None if noise is None else noise[:, t])
             features.append(self.features(state))
         return torch.stack(features, 1)
 

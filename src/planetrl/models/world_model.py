@@ -43,10 +43,20 @@ class WorldModel(nn.Module):
         embeds = self.encoder(images)
         return self.dynamics.observe(embeds, actions, is_first, state)
 
-    def filter_step(self, state: State, action: torch.Tensor, image: torch.Tensor) -> State:
-        """One belief update for acting: prior through the last action, then the new image."""
-        prior = self.dynamics.prior_step(state, action)
-        return self.dynamics.posterior_step(prior, self.encoder(image))
+    def filter_step(self, state: State, action: torch.Tensor, image: torch.Tensor,
+                    noise: torch.Tensor | None = None) -> State:
+        """One belief update for acting: prior through the last action, then the new image.
+
+        Only the posterior is sampled (`noise`: its (B, noise_size) standard-normal draw, else the
+        global RNG's); the prior's sample would be overwritten by it, so it is not drawn.
+        """
+        prior = self.dynamics.prior_step(state, action, sample=False)
+        return self.dynamics.posterior_step(prior, self.encoder(image), noise=noise)
+
+    @property
+    def noise_size(self) -> int:
+        """Standard-normal draws per state sample (0 for the deterministic variant)."""
+        return self.dynamics.state_size
 
     def initial(self, batch: int) -> State:
         """Zero state on the model's device."""
@@ -83,13 +93,15 @@ class WorldModel(nn.Module):
             raise RuntimeError("this world model has no continuation head (model.continuation=false)")
         return self.continue_head(features).squeeze(-1)
 
-    def imagine(self, state: State, actions: torch.Tensor, discount: float = 1.0) -> torch.Tensor:
+    def imagine(self, state: State, actions: torch.Tensor, discount: float = 1.0,
+                noise: torch.Tensor | None = None) -> torch.Tensor:
         """Expected rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state.
 
         Without a continuation head they are the predicted rewards (times discount^t); with one, each is
         also weighted by the predicted probability that the episode is still running when it arrives.
+        `noise` (B, H, noise_size) is the prior samples' standard-normal draws (else the global RNG's).
         """
-        features = self.dynamics.imagine_features(state, actions)
+        features = self.dynamics.imagine_features(state, actions, noise=noise)
         rewards = self.reward(features)
         continues = torch.sigmoid(self.continue_logits(features).float()) if self.continue_head is not None else None
         return expected_rewards(rewards, continues, discount)

@@ -4,6 +4,11 @@ The planner needs only a model with `imagine(state, actions) -> rewards`:
 `state` is a tensor or a dict of tensors with a leading batch dimension, and
 `actions` is (N, H, A). All E environments x J candidates are evaluated in
 one call, so there is no Python work per candidate.
+
+A model whose imagination samples (a stochastic latent rollout) says so with
+`noise_size > 0`; the planner then draws that model's standard-normal noise,
+(N, H, noise_size), from each environment's generator and passes it as
+`imagine(..., noise=...)`, so that no result depends on the global RNG.
 """
 
 from __future__ import annotations
@@ -21,7 +26,10 @@ class ImaginationModel(Protocol):
     """Anything that predicts per-step rewards of open-loop action sequences."""
 
     def imagine(self, state: Any, actions: torch.Tensor) -> torch.Tensor:
-        """(N, H, A) actions from an (N, ...) state -> (N, H) rewards."""
+        """(N, H, A) actions from an (N, ...) state -> (N, H) rewards.
+
+        A stochastic model also has `noise_size` and takes `noise=` (see the module docstring).
+        """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,6 +100,7 @@ def plan(model: ImaginationModel, state: Any, action_size: int, settings: CEMSet
     if len(generators) != envs:
         raise ValueError(f"got {len(generators)} generators for {envs} environments")
     horizon, count = settings.horizon, settings.candidates
+    noise_size = getattr(model, "noise_size", 0)
     device = next(iter(state.values())).device if isinstance(state, dict) else state.device
     repeated = repeat_state(state, count)
     if settings.discrete:
@@ -117,7 +126,12 @@ def plan(model: ImaginationModel, state: Any, action_size: int, settings: CEMSet
             noise = _per_env(generators, lambda g: torch.randn(count, horizon, action_size, generator=g,
                                                                device=device))
             actions = (mean[:, None] + std[:, None] * noise).clamp(-1.0, 1.0)
-        rewards = model.imagine(repeated, actions.reshape(envs * count, horizon, action_size))
+        flat = actions.reshape(envs * count, horizon, action_size)
+        if noise_size:
+            draws = _per_env(generators, lambda g: torch.randn(count, horizon, noise_size, generator=g, device=device))
+            rewards = model.imagine(repeated, flat, noise=draws.reshape(envs * count, horizon, noise_size))
+        else:
+            rewards = model.imagine(repeated, flat)
         total = rewards.reshape(envs, count, horizon).sum(-1).float()
         top = total.topk(settings.elites, dim=1).indices  # (E, K)
         elites = actions.gather(1, top[..., None, None].expand(-1, -1, horizon, action_size))
