@@ -1,5 +1,6 @@
 """End to end through the CLI on the debug preset (MockEnv): the run, resume, workers, NaN, eval, visualize."""
 
+import collections
 import json
 import os
 import signal
@@ -45,7 +46,9 @@ def test_debug_preset_end_to_end(tmp_path, capsys):
     assert len(list_episodes(run / "train_episodes")) == cfg.train.seed_episodes + collected
     tests = read_tests(run)
     assert [t["updates"] for t in tests] == [8, 12]
-    assert all(len(t["returns"]) == cfg.train.test_episodes for t in tests)
+    assert all(len(t["returns"]) == len(t["lengths"]) == cfg.train.test_episodes for t in tests)
+    on_disk = collections.Counter(int(p.stem.rsplit("-", 1)[1]) for p in list_episodes(run / "test_episodes"))
+    assert not collections.Counter(n for t in tests for n in t["lengths"]) - on_disk  # each is a stored episode's
     keys = set().union(*read_metrics(run))
     for key in ("train/loss", "train/kl", "train/grad_norm", "train/return", "test/return", "train/updates_per_s",
                 "test/seconds_per_action", "replay/episodes", "train/length"):

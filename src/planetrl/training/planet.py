@@ -347,7 +347,8 @@ class PlanetRun:
             policy = encode_gif(episode["image"], fps=20, scale=2)
             write_atomic(self.video_dir / f"policy-{updates:07d}.gif", policy, fsync=False)
             logger.gif(updates, "policy", policy, 2 * episode["image"].shape[1], 2 * episode["image"].shape[2])
-        record = {"updates": updates, "returns": returns.tolist(), "time": time.time(),
+        record = {"updates": updates, "returns": returns.tolist(), "lengths": [r.length for r in results],
+                  "time": time.time(),
                   "train_episodes": metrics["test/train_episodes"], "env_steps": self._env_steps()}
         self.fence()
         with open(self.run_dir / "tests.jsonl", "a") as handle:
