@@ -34,6 +34,18 @@ def test_table_has_the_tasks_as_columns_and_each_phase_with_its_counts(record, c
     assert (directory / "mock.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(record, tmp_path, capsys):
+    from planetrl.training.results import _load_record, _phase_lengths
+
+    _, out = record
+    png = tmp_path / "curves.png"
+    assert main(["results", "curves", "--record", f"{out}=with", "--record", f"{out}=again", "--out", str(png)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert _phase_lengths(_load_record(out)) == [12.0, 12.0]  # the debug task's episodes are 12 decisions
+    assert main(["results", "curves", "--record", str(tmp_path), "--out", str(png)]) == 2
+    assert "is not a record (no tests.jsonl)" in capsys.readouterr().err
+
+
 def test_idle_rates_turn_counts_into_minutes(record):
     directory, _ = record
     (directory / "rates.json").write_text(json.dumps({"mock": {"seed_s": 60, "update_s": 10, "decision_s": 5,

@@ -96,6 +96,20 @@ def cmd_results_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_results_curves(args: argparse.Namespace) -> int:
+    from planetrl.training.results import plot_curves
+
+    labelled = []
+    for spec in args.record:
+        directory, _, label = spec.partition("=")
+        if not (Path(directory) / "tests.jsonl").is_file():
+            raise FileNotFoundError(f"--record {spec}: {directory} is not a record (no tests.jsonl); "
+                                    "make one with `planetrl results export`")
+        labelled.append((label or Path(directory).name, Path(directory)))
+    print(f"wrote {plot_curves(labelled, Path(args.out), args.title)}")
+    return 0
+
+
 def cmd_config(args: argparse.Namespace) -> int:
     import yaml
 
@@ -112,13 +126,13 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def add_results_commands(commands: argparse._SubParsersAction) -> None:
-    """`results export` and `results table`."""
+    """`results export`, `results table` and `results curves`."""
     results = commands.add_parser("results", help="published results: run records and their Table-1 README",
                                   description="Compact run records under results/PRESET/TASK/seed-N/ (config.yaml, "
                                               "run_info.json, metrics.jsonl, tests.jsonl, random.json) and "
                                               "the README table and plots made from them.")
     results_commands = results.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND",
-                                              help="export or table")
+                                              help="export, table or curves")
     export = results_commands.add_parser("export", help="copy a run's compact record (no checkpoints, no episodes)")
     export.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
     export.add_argument("--out", required=True, help="record directory, e.g. results/cpu/cheetah-run/seed-0")
@@ -126,6 +140,12 @@ def add_results_commands(commands: argparse._SubParsersAction) -> None:
     results_table = results_commands.add_parser("table", help="README.md and a PNG per task from the records")
     results_table.add_argument("--dir", required=True, help="folder of TASK/seed-N records, e.g. results/cpu")
     results_table.set_defaults(func=cmd_results_table)
+    curves = results_commands.add_parser("curves", help="one PNG comparing records of one task (a variant on/off)")
+    curves.add_argument("--record", action="append", required=True, metavar="DIR[=LABEL]",
+                        help="a record directory and its legend label; give one per line to draw")
+    curves.add_argument("--out", required=True, help="PNG path")
+    curves.add_argument("--title", default="", help="figure title")
+    curves.set_defaults(func=cmd_results_curves)
 
 
 def add_experiment_commands(commands: argparse._SubParsersAction) -> None:

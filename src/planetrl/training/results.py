@@ -225,6 +225,51 @@ def plot(task: str, records: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def _phase_lengths(record: dict[str, Any]) -> list[float | None]:
+    """Each test phase's mean episode length in decisions (tests.jsonl, else metrics.jsonl's test/length)."""
+    logged = {row["step"]: row["test/length"] for row in record["metrics"] if "test/length" in row}
+    return [float(np.mean(t["lengths"])) if t.get("lengths") else logged.get(t["updates"]) for t in record["tests"]]
+
+
+def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -> Path:
+    """Test return and mean test length per phase against updates, one line per record, on one figure.
+
+    For comparing variants of one task (a config key on and off, same seed), which the per-task table
+    plots cannot tell apart. The random policy's return is each record's seed-episode mean.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    records = [(label, _load_record(Path(directory))) for label, directory in labelled]
+    figure, (returns_axis, length_axis) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=100)
+    for number, (label, record) in enumerate(records):
+        color = f"C{number}"
+        updates = [t["updates"] for t in record["tests"]]
+        for update, test in zip(updates, record["tests"], strict=True):
+            returns_axis.scatter([update] * len(test["returns"]), test["returns"], color=color, s=10, alpha=0.5)
+        returns_axis.plot(updates, [np.mean(t["returns"]) for t in record["tests"]], color=color, marker="o",
+                          label=f"{label} (phase mean; dots: episodes)")
+        lengths = [(u, n) for u, n in zip(updates, _phase_lengths(record), strict=True) if n is not None]
+        if lengths:
+            length_axis.plot(*zip(*lengths, strict=True), color=color, marker="o", label=label)
+    random = [r for _, rec in records for r in rec["random"]["returns"]]
+    returns_axis.axhline(float(np.mean(random)), color="gray", linestyle=":", label="random policy")
+    for axis, ylabel in ((returns_axis, "test return"), (length_axis, "mean test episode length (decisions)")):
+        axis.set_xlabel("updates")
+        axis.set_ylabel(ylabel)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7, loc="best", framealpha=0.8)
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png")
+    plt.close(figure)
+    return path
+
+
 def write_results(directory: Path) -> list[Path]:
     """README.md and `<task>.png` from every record below `directory`."""
     directory = Path(directory)
