@@ -2,6 +2,7 @@
 continuation head) the end of an episode, seen from the posterior and from k steps of open loop.
 
     python benchmarks/world_model_check.py RUN_DIR [--episodes 20] [--which train_episodes] [--open-loop 1,3,6]
+        [--checkpoint U] [--first N]
 
 Prints one JSON line: reward error and correlation along the posterior; p(continue) at terminal
 steps, at the steps just before them and elsewhere; and, from the posterior k steps before each
@@ -71,11 +72,14 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20, help="the latest this many episodes")
     parser.add_argument("--which", default="train_episodes", choices=("train_episodes", "test_episodes"))
     parser.add_argument("--open-loop", default="1,3,6")
+    parser.add_argument("--checkpoint", type=int, help="the model kept at this update (train.keep_models)")
+    parser.add_argument("--first", type=int, help="of the first N episodes (in time order), not the latest")
     args = parser.parse_args()
-    cfg, model, updates = load_trained(args.run_dir, "cpu")
+    cfg, model, updates = load_trained(args.run_dir, "cpu", args.checkpoint)
     open_loop = [int(k) for k in args.open_loop.split(",") if k]
     merged: dict[str, list] = {}
-    paths = list_episodes(args.run_dir / args.which)[-args.episodes:]
+    paths = list_episodes(args.run_dir / args.which)
+    paths = paths[:args.first][-args.episodes:] if args.first else paths[-args.episodes:]
     for path in paths:
         episode = try_read_episode(path)
         if episode is None:
