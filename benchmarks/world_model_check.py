@@ -75,6 +75,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=int, help="the model kept at this update (train.keep_models)")
     parser.add_argument("--first", type=int, help="of the first N episodes (in time order), not the latest")
     args = parser.parse_args()
+    torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
     cfg, model, updates = load_trained(args.run_dir, "cpu", args.checkpoint)
     open_loop = [int(k) for k in args.open_loop.split(",") if k]
     merged: dict[str, list] = {}
