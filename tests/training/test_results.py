@@ -41,7 +41,11 @@ def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(rec
     png = tmp_path / "curves.png"
     assert main(["results", "curves", "--record", f"{out}=with", "--record", f"{out}=again", "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert _phase_lengths(_load_record(out)) == [12.0, 12.0]  # the debug task's episodes are 12 decisions
+    loaded = _load_record(out)
+    assert _phase_lengths(loaded) == [12.0, 12.0]  # the debug task's episodes are 12 decisions
+    older = {**loaded, "tests": [{k: v for k, v in t.items() if k != "lengths"} for t in loaded["tests"]],
+             "metrics": [{**row, "test/length": 7.0} if "test/return" in row else row for row in loaded["metrics"]]}
+    assert _phase_lengths(older) == [7.0, 7.0]  # records from before tests.jsonl held lengths: metrics.jsonl's
     assert main(["results", "curves", "--record", str(tmp_path), "--out", str(png)]) == 2
     assert "is not a record (no tests.jsonl)" in capsys.readouterr().err
 

@@ -193,6 +193,20 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> 
     return "\n".join(lines) + "\n"
 
 
+def _draw_returns(axis: Any, xs: list[float], record: dict[str, Any], color: str, label: str) -> None:
+    """Every test episode's return as a dot at its phase's x, and the phase means as a line."""
+    for x, test in zip(xs, record["tests"], strict=True):
+        axis.scatter([x] * len(test["returns"]), test["returns"], color=color, s=10, alpha=0.5)
+    axis.plot(xs, [np.mean(t["returns"]) for t in record["tests"]], color=color, marker="o",
+              label=f"{label} (phase mean; dots: episodes)")
+
+
+def _draw_random(axis: Any, records: list[dict[str, Any]]) -> None:
+    """The mean return of the records' random seed episodes, as a reference line."""
+    random = [r for record in records for r in record["random"]["returns"]]
+    axis.axhline(float(np.mean(random)), color="gray", linestyle=":", label="random policy")
+
+
 def plot(task: str, records: list[dict[str, Any]], path: Path) -> Path:
     """Every test episode's return per phase against environment steps, their mean, and reference lines."""
     import matplotlib
@@ -201,15 +215,11 @@ def plot(task: str, records: list[dict[str, Any]], path: Path) -> Path:
     from matplotlib import pyplot as plt
 
     figure, axis = plt.subplots(figsize=(6, 3.8), dpi=100)
-    for number, record in enumerate(sorted(records, key=lambda r: r["seed"])):
-        color = f"C{number}"
-        steps = [t["env_steps"] / 1000 for t in record["tests"]]
-        for step, test in zip(steps, record["tests"], strict=True):
-            axis.scatter([step] * len(test["returns"]), test["returns"], color=color, s=10, alpha=0.5)
-        axis.plot(steps, [np.mean(t["returns"]) for t in record["tests"]], color=color, marker="o",
-                  label=f"planetrl seed {record['seed']} (phase mean; dots: episodes)")
-    random = [r for rec in records for r in rec["random"]["returns"]]
-    axis.axhline(float(np.mean(random)), color="gray", linestyle=":", label="random policy")
+    ordered = sorted(records, key=lambda r: r["seed"])
+    for number, record in enumerate(ordered):
+        _draw_returns(axis, [t["env_steps"] / 1000 for t in record["tests"]], record, f"C{number}",
+                      f"planetrl seed {record['seed']}")
+    _draw_random(axis, ordered)
     published = PUBLISHED.get(task, {})
     if "planet_100k" in published:
         axis.axhline(published["planet_100k"], color="black", linestyle="--", label="PlaNet at 100k (CURL)")
@@ -245,17 +255,12 @@ def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -
     records = [(label, _load_record(Path(directory))) for label, directory in labelled]
     figure, (returns_axis, length_axis) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=100)
     for number, (label, record) in enumerate(records):
-        color = f"C{number}"
         updates = [t["updates"] for t in record["tests"]]
-        for update, test in zip(updates, record["tests"], strict=True):
-            returns_axis.scatter([update] * len(test["returns"]), test["returns"], color=color, s=10, alpha=0.5)
-        returns_axis.plot(updates, [np.mean(t["returns"]) for t in record["tests"]], color=color, marker="o",
-                          label=f"{label} (phase mean; dots: episodes)")
+        _draw_returns(returns_axis, updates, record, f"C{number}", label)
         lengths = [(u, n) for u, n in zip(updates, _phase_lengths(record), strict=True) if n is not None]
         if lengths:
-            length_axis.plot(*zip(*lengths, strict=True), color=color, marker="o", label=label)
-    random = [r for _, rec in records for r in rec["random"]["returns"]]
-    returns_axis.axhline(float(np.mean(random)), color="gray", linestyle=":", label="random policy")
+            length_axis.plot(*zip(*lengths, strict=True), color=f"C{number}", marker="o", label=label)
+    _draw_random(returns_axis, [record for _, record in records])
     for axis, ylabel in ((returns_axis, "test return"), (length_axis, "mean test episode length (decisions)")):
         axis.set_xlabel("updates")
         axis.set_ylabel(ylabel)
