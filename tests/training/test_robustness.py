@@ -2,6 +2,7 @@
 metrics after a resume, and one-line answers to command-line mistakes."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -260,13 +261,16 @@ def test_one_bad_config_does_not_break_status_or_report_for_the_others(runs, tmp
     assert main(["report", "--logdir", str(logdir), "--out", str(tmp_path / "report")]) == 0
 
 
-def test_test_episodes_are_those_of_recorded_phases_and_leftovers_of_a_killed_phase_go(tmp_path):
+def test_test_episodes_are_those_of_recorded_phases_and_leftovers_of_a_killed_phase_go(tmp_path, caplog):
     from planetrl.data.episodes import list_episodes
 
     cfg = C.build("debug")
-    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=8"]
-    assert main(argv) == 0
+    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=12"]
+    with caplog.at_level(logging.INFO, logger="planetrl"):
+        assert main(argv) == 0
     run = tmp_path / "run-00"
+    # The staging folder stays between phases; an empty one is no interrupted phase and says nothing.
+    assert len(read_tests(run)) >= 2 and "interrupted test phase" not in caplog.text
     recorded = len(read_tests(run)) * cfg.train.test_episodes
     assert len(list_episodes(run / "test_episodes")) == cfg.train.seed_episodes + recorded
     # A phase killed before it was recorded left an episode in the staging folder; it is removed, never counted.
@@ -275,7 +279,10 @@ def test_test_episodes_are_those_of_recorded_phases_and_leftovers_of_a_killed_ph
     (run / "DONE").unlink()
     lines = (run / "tests.jsonl").read_text().splitlines()
     (run / "tests.jsonl").write_text("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""))
-    assert main(argv) == 0
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="planetrl"):
+        assert main(argv) == 0
+    assert "removed 1 episodes of an interrupted test phase" in caplog.text
     assert not leftover.exists()
     assert len(list_episodes(run / "test_episodes")) == cfg.train.seed_episodes + recorded + cfg.train.test_episodes
 

@@ -321,7 +321,8 @@ class PlanetRun:
             leftovers = [p for p in staging.iterdir() if p.is_file() or p.is_symlink()]
             for path in leftovers:
                 path.unlink()
-            log.info("removed %d episodes of an interrupted test phase", len(leftovers))
+            if leftovers:  # the folder stays between phases; only files in it mean a phase was cut off
+                log.info("removed %d episodes of an interrupted test phase", len(leftovers))
         agent = build_mpc_agent(self.cfg, model, env, seed=derive(self.cfg.run.seed, "test", tests_done))
         callbacks, writer = self._callbacks(staging, env)
         start = time.perf_counter()
