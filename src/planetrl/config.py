@@ -104,6 +104,9 @@ class LossConfig:
                                          "stay the task's own.")
     overshooting_scale: float = option(1.0, "Weight of the mean overshooting KL over distances 2..D, added to "
                                             "the one-step KL at full weight (as in the original code).", low=0.0)
+    continuation_open_loop: int = option(0, "K > 0: the continuation head also learns from the prior's states "
+                                            "imagined 1..K steps ahead with the actions taken, as the planner "
+                                            "reads it; 0 = from the filtered (posterior) states only.", low=0)
 
 
 @dataclass(frozen=True)

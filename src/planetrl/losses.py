@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterator
 
 import torch
 from torch.nn import functional as F
@@ -26,6 +27,7 @@ class LossWeights:
     overshooting_scale: float = 1.0  # weight of the mean over distances 2..D; the one-step KL keeps weight 1
     continuation_scale: float = 1.0  # weight of the continuation head's Bernoulli log-likelihood, when it exists
     terminal_reward: float = 0.0  # added to the reward target where is_terminal: a learned crash penalty
+    continuation_open_loop: int = 0  # K > 0: the continuation head also learns from priors 1..K steps ahead
 
 
 def mean_gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
@@ -60,31 +62,63 @@ def _detach(state: State) -> State:
     return {key: value.detach() for key, value in state.items()}
 
 
+def _shift(x: torch.Tensor, d: int) -> torch.Tensor:
+    """Value at t+d for every t of (B, T, ...); past the end the last step repeats (masked, but finite)."""
+    steps = x.shape[1]
+    return torch.cat([x[:, d:], x[:, -1:].expand(-1, min(d, steps), *x.shape[2:])], 1)[:, :steps]
+
+
+def open_loop_priors(model: WorldModel, posterior: State, actions: torch.Tensor, is_first: torch.Tensor,
+                     distance: int) -> Iterator[tuple[int, State, torch.Tensor]]:
+    """(d, prior state (B*T, ...), valid (B, T)) for d = 1..D.
+
+    From the posterior at every step t the prior is rolled through the actions t+1..t+d, so entry t of
+    distance d is the imagined state for step t+d. Entries that run past the sequence or across an
+    episode start are not valid.
+    """
+    batch, steps = actions.shape[:2]
+    state = flatten_state(posterior)
+    valid = torch.ones(batch, steps, dtype=torch.bool, device=actions.device)
+    for d in range(1, distance + 1):
+        state = model.dynamics.prior_step(state, _shift(actions, d).reshape(batch * steps, -1))
+        valid = valid & ~torch.cat([is_first[:, d:], torch.ones_like(is_first[:, :d])], 1)
+        yield d, state, valid
+
+
 def overshooting_kls(model: WorldModel, posterior: State, actions: torch.Tensor, is_first: torch.Tensor,
                      distance: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(KL, mask), each (B, T), for every distance d = 1..D.
 
-    From the posterior at every step t the prior is rolled through the
-    actions t+1..t+d and compared with the posterior at t+d, which is held
-    fixed (no gradient). Entry t of distance d holds that pair; pairs that run
-    past the sequence or across an episode start are masked out. Distance 1
-    is the ordinary KL term, shifted by one step.
+    Each open-loop prior (`open_loop_priors`) is compared with the posterior at t+d, which is held
+    fixed (no gradient). Distance 1 is the ordinary KL term, shifted by one step.
     """
     batch, steps = actions.shape[:2]
-    state = flatten_state(posterior)
     targets = _detach(posterior)
-    valid = torch.ones(batch, steps, dtype=torch.bool, device=actions.device)
     results = []
-    for d in range(1, distance + 1):
-        def shift(x: torch.Tensor, d: int = d) -> torch.Tensor:
-            """Value at t+d for every t; past the end the last step repeats (masked, but finite)."""
-            return torch.cat([x[:, d:], x[:, -1:].expand(-1, min(d, steps), *x.shape[2:])], 1)[:, :steps]
-
-        state = model.dynamics.prior_step(state, shift(actions).reshape(batch * steps, -1))
-        valid = valid & ~torch.cat([is_first[:, d:], torch.ones_like(is_first[:, :d])], 1)
-        target = {key: shift(value).reshape(batch * steps, *value.shape[2:]) for key, value in targets.items()}
+    for d, state, valid in open_loop_priors(model, posterior, actions, is_first, distance):
+        target = {key: _shift(value, d).reshape(batch * steps, *value.shape[2:]) for key, value in targets.items()}
         results.append((gaussian_kl(target, state).reshape(batch, steps), valid))
     return results
+
+
+def open_loop_continuation_nll(model: WorldModel, posterior: State, batch: dict[str, torch.Tensor],
+                               distance: int) -> torch.Tensor:
+    """The continuation head's NLL on the prior's states imagined 1..D steps ahead with the actions taken.
+
+    The planner reads the head on imagined states, which must foresee a crash before its frame is
+    seen; trained on the posterior alone, the head can learn to read the crash from the image. Every
+    valid (step, distance) pair counts once; time-limit ends are left out, as in `continuation_loss`.
+    """
+    actions, is_first = batch["action"], batch["is_first"]
+    size, steps = actions.shape[:2]
+    total, count = actions.new_zeros((), dtype=torch.float32), actions.new_zeros((), dtype=torch.float32)
+    for d, state, valid in open_loop_priors(model, posterior, actions, is_first, distance):
+        is_last, is_terminal = _shift(batch["is_last"], d).bool(), _shift(batch["is_terminal"], d).bool()
+        logits = model.continue_logits(model.features(state)).reshape(size, steps).float()
+        nll = F.binary_cross_entropy_with_logits(logits, (~is_terminal).float(), reduction="none")
+        mask = (valid & ~(is_last & ~is_terminal)).float()
+        total, count = total + (nll * mask).sum(), count + mask.sum()
+    return total / count.clamp(min=1)
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -120,6 +154,10 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
         continuation_nll = continuation_loss(model.continue_logits(features), batch["is_last"], batch["is_terminal"])
         metrics["continuation_nll"] = continuation_nll.detach()
         loss = loss + weights.continuation_scale * continuation_nll
+        if weights.continuation_open_loop:
+            open_loop_nll = open_loop_continuation_nll(model, posterior, batch, weights.continuation_open_loop)
+            metrics["continuation_open_loop_nll"] = open_loop_nll.detach()
+            loss = loss + weights.continuation_scale * open_loop_nll
     if model.dynamics.state_size:
         kl = gaussian_kl(posterior, prior)
         kl_term = free_nats(kl, weights.free_nats)

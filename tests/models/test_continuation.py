@@ -9,8 +9,8 @@ from planetrl.agents.mpc import _Discounted
 from planetrl.data.episodes import write_episode
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
-from planetrl.losses import continuation_loss
-from planetrl.models.world_model import expected_rewards
+from planetrl.losses import LossWeights, continuation_loss, open_loop_continuation_nll, world_model_loss
+from planetrl.models.world_model import WorldModel, expected_rewards
 from planetrl.planning.cem import CEMSettings, plan
 from planetrl.training.updater import WorldModelUpdater, build_world_model
 
@@ -95,3 +95,80 @@ def test_the_head_is_off_in_the_paper_preset_and_on_in_the_driving_presets():
     assert C.build("cpu128").model.continuation and C.build("carla128").model.continuation
     assert build_world_model(C.build("cpu128"), 2).continue_head is not None
     assert build_world_model(C.build("cpu"), 2).continue_head is None
+
+
+class _RollingModel:
+    """A stand-in world model: the prior is s' = 0.5 s + a, the features are s and the head's logit is s."""
+
+    class dynamics:  # read as `model.dynamics`, like the real one
+        @staticmethod
+        def prior_step(state, action):
+            stoch = 0.5 * state["stoch"] + action
+            return {"stoch": stoch, "mean": stoch, "std": torch.full_like(stoch, 0.2)}
+
+    @staticmethod
+    def features(state):
+        return state["stoch"]
+
+    @staticmethod
+    def continue_logits(features):
+        return features.squeeze(-1)
+
+
+def test_the_open_loop_head_loss_equals_a_hand_computation():
+    rng = np.random.default_rng(0)
+    steps, distance = 7, 3
+    stoch = rng.normal(size=(1, steps, 1)).astype(np.float32)
+    actions = rng.normal(size=(1, steps, 1)).astype(np.float32)
+    is_first = np.zeros((1, steps), bool)
+    is_first[0, 4] = True  # a second episode starts at step 4 (the chunk ran across episodes)
+    is_last = np.zeros((1, steps), bool)
+    is_last[0, 3] = is_last[0, 6] = True
+    is_terminal = np.zeros((1, steps), bool)
+    is_terminal[0, 3] = True  # step 3 is a crash; step 6 is a time-limit end
+    posterior = {"stoch": torch.tensor(stoch), "mean": torch.tensor(stoch), "std": torch.ones(1, steps, 1)}
+    batch = {"action": torch.tensor(actions), "is_first": torch.tensor(is_first),
+             "is_last": torch.tensor(is_last), "is_terminal": torch.tensor(is_terminal)}
+    got = open_loop_continuation_nll(_RollingModel(), posterior, batch, distance)
+
+    terms = []
+    for t in range(steps):
+        for d in range(1, distance + 1):
+            end = t + d
+            if end >= steps or is_first[0, t + 1:end + 1].any():
+                continue  # past the chunk, or imagined across an episode start
+            if is_last[0, end] and not is_terminal[0, end]:
+                continue  # a time-limit end says nothing
+            logit = stoch[0, t, 0]
+            for k in range(1, d + 1):
+                logit = 0.5 * logit + actions[0, t + k, 0]
+            continues = not is_terminal[0, end]
+            terms.append(np.log1p(np.exp(-logit)) if continues else np.log1p(np.exp(logit)))
+    # The crash at 3 is seen from 0, 1 and 2; nothing reaches past the start at 4 from before it.
+    assert len(terms) == 3 + 2 + 1 + 0 + 1 + 0  # from steps 0..5; 4 -> 6 is the time limit
+    assert got.item() == pytest.approx(np.mean(terms), rel=1e-5)
+
+
+def test_the_open_loop_head_loss_trains_the_prior_the_planner_imagines_with():
+    torch.manual_seed(0)
+    model = WorldModel(2, 64, belief_size=16, state_size=4, hidden_size=16, depth=4, reward_layers=1,
+                       reward_units=16, continuation=True)
+    g = torch.Generator().manual_seed(0)
+    is_first = torch.zeros(2, 6, dtype=torch.bool)
+    is_first[:, 0] = True
+    is_last = torch.zeros(2, 6, dtype=torch.bool)
+    is_last[:, -1] = True
+    batch = {"image": torch.rand(2, 6, 64, 64, 3, generator=g) - 0.5,
+             "action": torch.rand(2, 6, 2, generator=g) * 2 - 1, "reward": torch.rand(2, 6, generator=g),
+             "is_first": is_first, "is_last": is_last, "is_terminal": is_last.clone()}
+    grads = []
+    for open_loop in (0, 2):
+        model.zero_grad()
+        weights = LossWeights(kl_scale=0.0, free_nats=0.0, continuation_open_loop=open_loop)
+        loss, metrics = world_model_loss(model, batch, weights)
+        loss.backward()
+        grads.append(model.dynamics.prior_out.weight.grad)
+        assert ("continuation_open_loop_nll" in metrics) == bool(open_loop)
+    # Without a KL term only imagined states reach the prior's output layer.
+    assert grads[0] is None or torch.count_nonzero(grads[0]) == 0
+    assert torch.count_nonzero(grads[1]) > 0
