@@ -66,6 +66,10 @@ def test_contradicting_values_are_an_error_not_a_silent_clamp():
     with pytest.raises(C.ConfigError, match=r"planner.elites \(100\) must be at most planner.candidates \(50\)"):
         C.build("paper", ["planner.candidates=50"])
     assert C.build("paper", ["planner.candidates=50", "planner.elites=5"]).planner.elites == 5
+    with pytest.raises(C.ConfigError, match=r"loss.continuation_open_loop \(6\) trains the continuation head, "
+                                            r"which is off"):
+        C.build("cpu", ["loss.continuation_open_loop=6"])
+    assert C.build("cpu128", ["loss.continuation_open_loop=6"]).loss.continuation_open_loop == 6
 
 
 def test_seed_streams_keep_the_arithmetic_that_recorded_runs_used():

@@ -296,6 +296,9 @@ def _check_together(cfg: AnyConfig) -> None:
     if isinstance(cfg, Config) and cfg.planner.elites > cfg.planner.candidates:
         raise ConfigError(f"planner.elites ({cfg.planner.elites}) must be at most planner.candidates "
                           f"({cfg.planner.candidates}); set both, e.g. --set planner.elites=30")
+    if isinstance(cfg, Config) and cfg.loss.continuation_open_loop and not cfg.model.continuation:
+        raise ConfigError(f"loss.continuation_open_loop ({cfg.loss.continuation_open_loop}) trains the continuation "
+                          "head, which is off; add --set model.continuation=true or leave it at 0")
 
 
 def parse_assignments(items: typing.Iterable[str]) -> dict[str, Any]:
