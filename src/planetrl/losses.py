@@ -86,39 +86,39 @@ def open_loop_priors(model: WorldModel, posterior: State, actions: torch.Tensor,
 
 
 def overshooting_kls(model: WorldModel, posterior: State, actions: torch.Tensor, is_first: torch.Tensor,
-                     distance: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+                     distance: int, priors: list[tuple[int, State, torch.Tensor]] | None = None,
+                     ) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(KL, mask), each (B, T), for every distance d = 1..D.
 
-    Each open-loop prior (`open_loop_priors`) is compared with the posterior at t+d, which is held
-    fixed (no gradient). Distance 1 is the ordinary KL term, shifted by one step.
+    Each open-loop prior (`open_loop_priors`, or the first D of `priors` when the caller rolled them
+    already) is compared with the posterior at t+d, which is held fixed (no gradient). Distance 1 is
+    the ordinary KL term, shifted by one step.
     """
     batch, steps = actions.shape[:2]
     targets = _detach(posterior)
     results = []
-    for d, state, valid in open_loop_priors(model, posterior, actions, is_first, distance):
+    rollout = priors[:distance] if priors is not None else open_loop_priors(model, posterior, actions, is_first,
+                                                                             distance)
+    for d, state, valid in rollout:
         target = {key: _shift(value, d).reshape(batch * steps, *value.shape[2:]) for key, value in targets.items()}
         results.append((gaussian_kl(target, state).reshape(batch, steps), valid))
     return results
 
 
-def open_loop_continuation_nll(model: WorldModel, posterior: State, batch: dict[str, torch.Tensor],
-                               distance: int) -> torch.Tensor:
-    """The continuation head's NLL on the prior's states imagined 1..D steps ahead with the actions taken.
+def open_loop_continuation_nll(model: WorldModel, batch: dict[str, torch.Tensor],
+                               priors: list[tuple[int, State, torch.Tensor]]) -> torch.Tensor:
+    """`continuation_loss` on the prior's states imagined 1..D steps ahead with the actions taken.
 
     The planner reads the head on imagined states, which must foresee a crash before its frame is
-    seen; trained on the posterior alone, the head can learn to read the crash from the image. Every
-    valid (step, distance) pair counts once; time-limit ends are left out, as in `continuation_loss`.
+    seen; trained on the posterior alone, the head can learn to read the crash from the image.
+    `priors` is `open_loop_priors`' rollout; every valid (step, distance) pair counts once.
     """
-    actions, is_first = batch["action"], batch["is_first"]
-    size, steps = actions.shape[:2]
-    total, count = actions.new_zeros((), dtype=torch.float32), actions.new_zeros((), dtype=torch.float32)
-    for d, state, valid in open_loop_priors(model, posterior, actions, is_first, distance):
-        is_last, is_terminal = _shift(batch["is_last"], d).bool(), _shift(batch["is_terminal"], d).bool()
-        logits = model.continue_logits(model.features(state)).reshape(size, steps).float()
-        nll = F.binary_cross_entropy_with_logits(logits, (~is_terminal).float(), reduction="none")
-        mask = (valid & ~(is_last & ~is_terminal)).float()
-        total, count = total + (nll * mask).sum(), count + mask.sum()
-    return total / count.clamp(min=1)
+    size, steps = batch["action"].shape[:2]
+    logits = torch.stack([model.continue_logits(model.features(state)).reshape(size, steps)
+                          for _, state, _ in priors])
+    shifted = {key: torch.stack([_shift(batch[key], d) for d, _, _ in priors]) for key in ("is_last", "is_terminal")}
+    valid = torch.stack([valid for _, _, valid in priors])
+    return continuation_loss(logits, shifted["is_last"], shifted["is_terminal"], valid)
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -127,14 +127,16 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum().clamp(min=1)
 
 
-def continuation_loss(logits: torch.Tensor, is_last: torch.Tensor, is_terminal: torch.Tensor) -> torch.Tensor:
-    """Bernoulli NLL of "the episode continues" (1 - is_terminal) per step, averaged.
+def continuation_loss(logits: torch.Tensor, is_last: torch.Tensor, is_terminal: torch.Tensor,
+                      valid: torch.Tensor | None = None) -> torch.Tensor:
+    """Bernoulli NLL of "the episode continues" (1 - is_terminal) per step, averaged over `valid` steps.
 
     A time-limit end (is_last without is_terminal) says nothing about the state: it is left out.
     """
     target = (~is_terminal.bool()).float()
     nll = F.binary_cross_entropy_with_logits(logits.float(), target, reduction="none")
-    return masked_mean(nll, ~(is_last.bool() & ~is_terminal.bool()))
+    mask = ~(is_last.bool() & ~is_terminal.bool())
+    return masked_mean(nll, mask if valid is None else mask & valid)
 
 
 def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
@@ -150,12 +152,17 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
     reward_nll = mean_gaussian_nll(reward, model.reward(features), dims=0)
     metrics = {"image_nll": image_nll.detach(), "reward_nll": reward_nll.detach()}
     loss = image_nll + weights.reward_scale * reward_nll
+    head_distance = weights.continuation_open_loop if model.continue_head is not None else 0
+    overshoot = weights.overshooting if model.dynamics.state_size and weights.overshooting > 1 else 0
+    # One open-loop rollout serves both the overshooting KL and the head's open-loop term.
+    distance = max(head_distance, overshoot)
+    priors = list(open_loop_priors(model, posterior, actions, is_first, distance)) if distance else []
     if model.continue_head is not None:
         continuation_nll = continuation_loss(model.continue_logits(features), batch["is_last"], batch["is_terminal"])
         metrics["continuation_nll"] = continuation_nll.detach()
         loss = loss + weights.continuation_scale * continuation_nll
-        if weights.continuation_open_loop:
-            open_loop_nll = open_loop_continuation_nll(model, posterior, batch, weights.continuation_open_loop)
+        if head_distance:
+            open_loop_nll = open_loop_continuation_nll(model, batch, priors[:head_distance])
             metrics["continuation_open_loop_nll"] = open_loop_nll.detach()
             loss = loss + weights.continuation_scale * open_loop_nll
     if model.dynamics.state_size:
@@ -163,10 +170,10 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
         kl_term = free_nats(kl, weights.free_nats)
         metrics["kl"] = kl.mean().detach()
         loss = loss + weights.kl_scale * kl_term
-        if weights.overshooting > 1:
+        if overshoot:
             # As the original: the one-step KL keeps its full weight, and the overshooting term is the mean
             # of the free-nats KL over every valid (step, distance) pair of distances 2..D.
-            pairs = overshooting_kls(model, posterior, actions, is_first, weights.overshooting)[1:]
+            pairs = overshooting_kls(model, posterior, actions, is_first, overshoot, priors)[1:]
             kls = torch.stack([kl for kl, _ in pairs])
             masks = torch.stack([mask for _, mask in pairs])
             loss = loss + weights.overshooting_scale * free_nats(kls, weights.free_nats, masks)

@@ -9,7 +9,13 @@ from planetrl.agents.mpc import _Discounted
 from planetrl.data.episodes import write_episode
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
-from planetrl.losses import LossWeights, continuation_loss, open_loop_continuation_nll, world_model_loss
+from planetrl.losses import (
+    LossWeights,
+    continuation_loss,
+    open_loop_continuation_nll,
+    open_loop_priors,
+    world_model_loss,
+)
 from planetrl.models.world_model import WorldModel, expected_rewards
 from planetrl.planning.cem import CEMSettings, plan
 from planetrl.training.updater import WorldModelUpdater, build_world_model
@@ -129,7 +135,9 @@ def test_the_open_loop_head_loss_equals_a_hand_computation():
     posterior = {"stoch": torch.tensor(stoch), "mean": torch.tensor(stoch), "std": torch.ones(1, steps, 1)}
     batch = {"action": torch.tensor(actions), "is_first": torch.tensor(is_first),
              "is_last": torch.tensor(is_last), "is_terminal": torch.tensor(is_terminal)}
-    got = open_loop_continuation_nll(_RollingModel(), posterior, batch, distance)
+    model = _RollingModel()
+    priors = list(open_loop_priors(model, posterior, batch["action"], batch["is_first"], distance))
+    got = open_loop_continuation_nll(model, batch, priors)
 
     terms = []
     for t in range(steps):
@@ -164,11 +172,11 @@ def test_the_open_loop_head_loss_trains_the_prior_the_planner_imagines_with():
     grads = []
     for open_loop in (0, 2):
         model.zero_grad()
-        weights = LossWeights(kl_scale=0.0, free_nats=0.0, continuation_open_loop=open_loop)
+        weights = LossWeights(kl_scale=0.0, free_nats=0.0, overshooting=0, continuation_open_loop=open_loop)
         loss, metrics = world_model_loss(model, batch, weights)
         loss.backward()
         grads.append(model.dynamics.prior_out.weight.grad)
         assert ("continuation_open_loop_nll" in metrics) == bool(open_loop)
-    # Without a KL term only imagined states reach the prior's output layer.
+    # Without a KL or overshooting term only the imagined states reach the prior's output layer.
     assert grads[0] is None or torch.count_nonzero(grads[0]) == 0
     assert torch.count_nonzero(grads[1]) > 0
