@@ -2,7 +2,8 @@
 
 One JSON line each for: the machine's matmul peak (bf16, fp32); the update by
 component (encoder, RSSM loop, decoder, reward head, losses, optimizer, each a
-forward and backward on its own inputs) with FLOPs and share of the bf16 peak;
+forward and backward on its own inputs) with FLOPs and share of the matmul peak of
+the precision it runs in (bf16 where native, else fp32: `auto`);
 the decision by component (filter step, rollout, reward head, the rest of CEM);
 and, with `--compare`, the update and decision of today's fast paths against
 the step-by-step forms (`dynamics.fused`, `decoder.fast` off), interleaved
@@ -29,7 +30,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from planetrl import config as C
 from planetrl.agents.mpc import MPCAgent
 from planetrl.losses import LossWeights, gaussian_kl, mean_gaussian_nll, world_model_loss
-from planetrl.models.world_model import autocast, planning_precision
+from planetrl.models.world_model import autocast, native_bf16, resolve_precision
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.updater import WorldModelUpdater, build_world_model
 
@@ -65,12 +66,18 @@ def model_flops(model: torch.nn.Module, fn: Callable[[], object]) -> int:
         model.decoder.fast, model.dynamics.fused = decoder_fast, fused
 
 
-def matmul_peak(rounds: int) -> dict[str, float]:
-    """GFLOP/s of a 2048^3 matrix product in bf16 and fp32 on this process's threads."""
-    result = {}
+def matmul_peak(rounds: int) -> dict[str, float | bool]:
+    """GFLOP/s of a 2048^3 matrix product in bf16 and fp32 on this process's threads.
+
+    Where bf16 is emulated (no AVX512-BF16 or AMX) a 2048^3 product takes about a minute, so bf16 is
+    timed on 512^3 there.
+    """
+    native = native_bf16(torch.device("cpu"))
+    result: dict[str, float | bool] = {"bf16_native": native}
     for name, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
-        a, b = torch.randn(2048, 2048, dtype=dtype), torch.randn(2048, 2048, dtype=dtype)
-        result[f"{name}_gflop_s"] = round(2 * 2048**3 / timed(lambda a=a, b=b: a @ b, rounds) / 1e9, 1)
+        n = 2048 if native or name == "fp32" else 512
+        a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+        result[f"{name}_gflop_s"] = round(2 * n**3 / timed(lambda a=a, b=b: a @ b, rounds) / 1e9, 1)
     return result
 
 
@@ -122,13 +129,13 @@ def profile_update(cfg: C.Config, args: argparse.Namespace, peak: float) -> dict
     total = timed(lambda: updater.update(batch), args.rounds)
     total_flops = model_flops(updater.model, lambda: updater.update(batch))
     parts = {}
-    for name, fn in update_components(updater, batch, cfg.optim.precision).items():
+    for name, fn in update_components(updater, batch, updater.precision).items():
         seconds, work = timed(fn, args.rounds), model_flops(updater.model, fn)
         parts[name] = {"s": round(seconds, 4), "share": round(seconds / total, 3), "gflop": round(work / 1e9, 2),
-                       "of_bf16_peak": round(work / seconds / 1e9 / peak, 3)}
+                       "of_peak": round(work / seconds / 1e9 / peak, 3)}
     return {"what": "update", "s": round(total, 4), "gflop": round(total_flops / 1e9, 2),
-            "of_bf16_peak": round(total_flops / total / 1e9 / peak, 3), "batch": list(batch["image"].shape[:2]),
-            "precision": cfg.optim.precision, "components": parts,
+            "of_peak": round(total_flops / total / 1e9 / peak, 3), "batch": list(batch["image"].shape[:2]),
+            "precision": updater.precision, "components": parts,
             "unaccounted_s": round(total - sum(part["s"] for part in parts.values()), 4)}
 
 
@@ -141,7 +148,7 @@ def make_agent(cfg: C.Config) -> MPCAgent:
 
 
 def planner_precision(cfg: C.Config) -> str:
-    return planning_precision(cfg.planner.precision, torch.device("cpu"))
+    return resolve_precision(cfg.planner.precision, torch.device("cpu"))
 
 
 def profile_decision(cfg: C.Config, rounds: int, peak: float) -> dict:
@@ -172,11 +179,11 @@ def profile_decision(cfg: C.Config, rounds: int, peak: float) -> dict:
     for name, fn in parts_fn.items():
         seconds, work = timed(fn, rounds), flops(fn)
         parts[name] = {"s": round(seconds, 4), "share": round(seconds / total, 3), "gflop": round(work / 1e9, 2),
-                       "of_bf16_peak": round(work / seconds / 1e9 / peak, 3)}
+                       "of_peak": round(work / seconds / 1e9 / peak, 3)}
     rest = total - sum(part["s"] for part in parts.values())
     parts["sampling_topk_rest"] = {"s": round(rest, 4), "share": round(rest / total, 3)}
     return {"what": "decision", "s": round(total, 4), "gflop": round(total_flops / 1e9, 2),
-            "of_bf16_peak": round(total_flops / total / 1e9 / peak, 3), "precision": precision,
+            "of_peak": round(total_flops / total / 1e9 / peak, 3), "precision": precision,
             "candidates": p.candidates, "horizon": p.horizon, "iterations": p.iterations, "components": parts}
 
 
@@ -227,7 +234,7 @@ def decoder_forms(cfg: C.Config, args: argparse.Namespace) -> dict:
         for name, (fast, phases) in DECODER_FORMS.items():
             model.decoder.fast, model.decoder.phase_layers = fast, phases
             start = time.perf_counter()
-            with autocast(torch.device("cpu"), cfg.optim.precision):
+            with autocast(torch.device("cpu"), resolve_precision(cfg.optim.precision, torch.device("cpu"))):
                 loss = mean_gaussian_nll(images, model.decode(features), 3)
             loss.backward()
             if round_index >= 2:
@@ -240,10 +247,11 @@ def loss_agreement(cfg: C.Config, batch: dict[str, torch.Tensor]) -> dict[str, f
     torch.manual_seed(0)
     model = build_world_model(cfg, ACTIONS)
     terms = {}
+    cpu = torch.device("cpu")
     for form in ("stepwise", "fast"):
         set_fast(model, form == "fast")
         torch.manual_seed(1)
-        with torch.no_grad(), autocast(torch.device("cpu"), cfg.optim.precision):
+        with torch.no_grad(), autocast(cpu, resolve_precision(cfg.optim.precision, cpu)):
             terms[form] = {k: float(v) for k, v in world_model_loss(model, batch, LossWeights())[1].items()}
     return {k: round(terms["fast"][k] - terms["stepwise"][k], 4) for k in terms["fast"]}
 
@@ -265,10 +273,11 @@ def main() -> None:
             "machine": platform.machine(), "preset": args.preset, "overrides": args.overrides}
     print(json.dumps({"what": "matmul_peak", **peak, **info}), flush=True)
     skip = set(filter(None, args.skip.split(",")))
+    update_precision = resolve_precision(cfg.optim.precision, torch.device("cpu"))
     if "update" not in skip:
-        print(json.dumps(profile_update(cfg, args, peak["bf16_gflop_s"])), flush=True)
+        print(json.dumps(profile_update(cfg, args, peak[f"{update_precision}_gflop_s"])), flush=True)
     if "decision" not in skip:
-        print(json.dumps(profile_decision(cfg, args.rounds, peak["bf16_gflop_s"])), flush=True)
+        print(json.dumps(profile_decision(cfg, args.rounds, peak[f"{planner_precision(cfg)}_gflop_s"])), flush=True)
     if args.compare:
         print(json.dumps(compare(cfg, args)), flush=True)
     if args.decoder_forms:

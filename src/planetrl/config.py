@@ -116,8 +116,9 @@ class OptimConfig:
     lr: float = option(PAPER["optim.lr"], "Adam learning rate.", low=0.0)
     eps: float = option(PAPER["optim.eps"], "Adam epsilon.", low=0.0)
     grad_clip: float = option(PAPER["optim.grad_clip"], "Gradient-norm clipping threshold.", low=0.0)
-    precision: str = option(PAPER["optim.precision"], "fp32, or bf16 autocast (CPU where supported, CUDA).",
-                            choices=("fp32", "bf16"))
+    precision: str = option(PAPER["optim.precision"],
+                            "fp32, bf16 autocast, or auto = bf16 on a CPU with native bf16, else fp32.",
+                            choices=("auto", "fp32", "bf16"))
     channels_last: bool = option(True, "channels_last memory format for the convolutions.")
     compile: bool = option(False, "torch.compile the encoder and decoder.")
 

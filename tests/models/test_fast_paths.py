@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from planetrl import config as C
+from planetrl.models import world_model
 from planetrl.models.networks import ConvDecoder, dense_deconv, phase_deconv
 from planetrl.models.rssm import LatentDynamics
-from planetrl.models.world_model import planning_precision
+from planetrl.models.world_model import resolve_precision
+from planetrl.training.updater import WorldModelUpdater, build_world_model
 
 
 def _dynamics() -> LatentDynamics:
@@ -139,9 +142,29 @@ def test_fast_decoder_matches_the_layer_by_layer_decoder(size: int) -> None:
         torch.testing.assert_close(grads[True][name], grads[False][name], atol=1e-4, rtol=1e-4, msg=name)
 
 
-def test_auto_planning_precision_is_bf16_only_on_a_cpu_with_native_bf16() -> None:
-    native = torch.ops.mkldnn._is_mkldnn_bf16_supported()
-    assert planning_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")
-    assert planning_precision("auto", torch.device("cuda")) == "fp32"
-    assert planning_precision("fp32", torch.device("cpu")) == "fp32"
-    assert planning_precision("bf16", torch.device("cuda")) == "bf16"
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_is_bf16_only_on_a_cpu_with_native_bf16(native: bool, monkeypatch, caplog) -> None:
+    monkeypatch.setattr(world_model, "native_bf16", lambda device: native if device.type == "cpu" else True)
+    with caplog.at_level("WARNING"):
+        assert resolve_precision("auto", torch.device("cpu")) == ("bf16" if native else "fp32")
+        assert resolve_precision("auto", torch.device("cuda")) == "fp32"
+        assert resolve_precision("fp32", torch.device("cpu")) == "fp32"
+        assert resolve_precision("bf16", torch.device("cuda")) == "bf16"
+    assert not caplog.records
+    with caplog.at_level("WARNING"):
+        assert resolve_precision("bf16", torch.device("cpu")) == "bf16"
+    assert bool(caplog.records) is (not native)
+    if not native:
+        assert "emulated" in caplog.text and "'auto'" in caplog.text
+
+
+def test_the_cpu_presets_and_the_updater_resolve_auto_precision(monkeypatch) -> None:
+    """cpu and cpu128 ask for `auto`: emulated bf16 made their update 7x and decision 11x slower on an AVX2-only CPU."""
+    for preset in ("cpu", "cpu128"):
+        cfg = C.build(preset=preset)
+        assert (cfg.optim.precision, cfg.planner.precision) == ("auto", "auto")
+    cfg = C.build(preset="debug", overrides=["optim.precision=auto"])
+    for native, expected in ((True, "bf16"), (False, "fp32")):
+        monkeypatch.setattr(world_model, "native_bf16", lambda device, native=native: native)
+        model = build_world_model(cfg, 2)
+        assert WorldModelUpdater(model, cfg, torch.device("cpu")).precision == expected

@@ -12,7 +12,7 @@ import torch
 from planetrl.data.loader import preprocess_image
 from planetrl.envs.spaces import action_size
 from planetrl.models.rssm import State
-from planetrl.models.world_model import WorldModel, autocast, planning_precision
+from planetrl.models.world_model import WorldModel, autocast, resolve_precision
 from planetrl.planning.cem import CEMSettings, plan, shift_plan
 from planetrl.seeds import derive
 
@@ -51,7 +51,7 @@ class MPCAgent:
         self.noise = noise
         self.warm_start = warm_start
         self.device = next(model.parameters()).device
-        self.precision = planning_precision(precision, self.device)
+        self.precision = resolve_precision(precision, self.device)
         # One generator per env, for every draw (posterior, imagined priors, candidates, exploration):
         # acting on a batch equals acting on each env alone with its seed, whatever the global RNG.
         self.generators = [torch.Generator(device=self.device).manual_seed(derive(seed, "planner", i))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import torch
 from torch import nn
 
 from planetrl.models.networks import MLP, ConvDecoder, ConvEncoder
 from planetrl.models.rssm import LatentDynamics, State, Variant, init_like_tf
+
+log = logging.getLogger(__name__)
 
 
 class WorldModel(nn.Module):
@@ -121,13 +124,26 @@ def expected_rewards(rewards: torch.Tensor, continues: torch.Tensor | None, disc
     return rewards * weights.to(rewards.dtype)
 
 
-def planning_precision(precision: str, device: torch.device) -> str:
+def native_bf16(device: torch.device) -> bool:
+    """Whether bf16 arithmetic is native here: CUDA, or a CPU whose oneDNN has bf16 kernels (AVX512-BF16
+    or AMX). Elsewhere bf16 is emulated: on an AVX2-only EPYC a 2048^3 matmul ran at 0.3 GFLOP/s against
+    122 in fp32, and the `cpu` preset's update and decision 7x and 11x slower (BENCHMARKS.md)."""
+    if device.type == "cpu":
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    return device.type == "cuda"
+
+
+def resolve_precision(precision: str, device: torch.device) -> str:
     """`auto` is bf16 on a CPU with native bf16 (where the planner's agreement check holds,
-    BENCHMARKS.md) and fp32 elsewhere; `fp32` and `bf16` stay as they are."""
-    if precision != "auto":
-        return precision
-    native = device.type == "cpu" and torch.ops.mkldnn._is_mkldnn_bf16_supported()
-    return "bf16" if native else "fp32"
+    BENCHMARKS.md) and fp32 elsewhere, CUDA included; `fp32` and `bf16` stay as they are, with a
+    warning when bf16 would be emulated."""
+    if precision == "auto":
+        return "bf16" if device.type == "cpu" and native_bf16(device) else "fp32"
+    if precision == "bf16" and not native_bf16(device):
+        log.warning("precision bf16 on a %s without native bf16 is emulated: the cpu preset's update ran 7x and "
+                    "its decision 11x slower than in fp32 on an AVX2-only CPU; set it to 'auto' (bf16 only "
+                    "where native) or 'fp32'", device.type.upper())
+    return precision
 
 
 def autocast(device: torch.device, precision: str) -> contextlib.AbstractContextManager:

@@ -28,7 +28,7 @@ from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, decisions_per_episode, make_batch_env
 from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
-from planetrl.models.world_model import WorldModel, count_parameters
+from planetrl.models.world_model import WorldModel, count_parameters, resolve_precision
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.driver import Driver
 from planetrl.training.progress import EpisodeCounter, RunProgress, image_constant
@@ -234,6 +234,8 @@ class PlanetRun:
                              seed=cfg.run.seed)
         self.model = build_world_model(cfg, self.action_size)
         self.updater = WorldModelUpdater(self.model, cfg, self.device)
+        log.info("precision: update %s, planning %s", self.updater.precision,
+                 resolve_precision(cfg.planner.precision, self.device))
         self.updates = 0
         self.checkpoint = Checkpoint(self.checkpoint_path, self.device, needs="updater", parts={
             "updater": self.updater, "loader": self.loader, "torch_rng": TorchRNG()})

@@ -111,7 +111,7 @@ def require_run_dir(run_dir: Path) -> Path:
 
 
 def machine_info() -> dict[str, Any]:
-    """Package version, git commit when available, CPU/GPU and torch version."""
+    """Package version, git commit when available, CPU (and whether its bf16 is native), GPU and torch version."""
     commit = None
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
@@ -122,6 +122,8 @@ def machine_info() -> dict[str, Any]:
         "planetrl": planetrl.__version__, "git_commit": commit, "torch": torch.__version__,
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
         "processor": platform.processor(), "host": platform.node(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cpu_bf16_native": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
     }
 

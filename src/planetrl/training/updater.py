@@ -9,7 +9,7 @@ import torch
 
 from planetrl.config import Config
 from planetrl.losses import LossWeights, world_model_loss
-from planetrl.models.world_model import WorldModel, autocast
+from planetrl.models.world_model import WorldModel, autocast, resolve_precision
 
 
 def resolve_device(name: str) -> torch.device:
@@ -35,6 +35,7 @@ class WorldModelUpdater:
         self.model = model.to(device)
         self.device = device
         self.cfg = cfg
+        self.precision = resolve_precision(cfg.optim.precision, device)
         self.weights = LossWeights(**dataclasses.asdict(cfg.loss))
         if cfg.optim.channels_last:
             self.model.encoder.to(memory_format=torch.channels_last)
@@ -47,7 +48,7 @@ class WorldModelUpdater:
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One step on a batch of (B, T, ...) tensors; metrics include the gradient norm."""
         self.model.train()
-        with autocast(self.device, self.cfg.optim.precision):
+        with autocast(self.device, self.precision):
             loss, metrics = world_model_loss(self.model, batch, self.weights)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"world-model loss is {loss.item()}; terms: "
