@@ -59,6 +59,7 @@ def test_debug_preset_end_to_end(tmp_path, capsys):
     assert C.load(run / "config.yaml") == cfg
     info = json.loads((run / "run_info.json").read_text())
     assert info["torch"] == torch.__version__ and "planetrl" in info
+    assert info["cpu_bf16_native"] == torch.ops.mkldnn._is_mkldnn_bf16_supported()  # what `auto` precision reads
     # Running the finished experiment again does nothing and says so.
     assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
     assert "1 done" in capsys.readouterr().out
