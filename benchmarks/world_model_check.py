@@ -2,12 +2,19 @@
 continuation head) the end of an episode, seen from the posterior and from k steps of open loop.
 
     python benchmarks/world_model_check.py RUN_DIR [--episodes 20] [--which train_episodes] [--open-loop 1,3,6]
-        [--checkpoint U] [--first N]
+        [--checkpoint U] [--first N] [--ending collision|offroad]
 
 Prints one JSON line: reward error and correlation along the posterior; p(continue) at terminal
 steps, at the steps just before them and elsewhere; and, from the posterior k steps before each
 terminal step, the predicted probability that the episode still runs after the imagined crash, with
 the actions the agent really took. Where that stays near 1, the planner cannot see a crash coming.
+
+On highway runs `--ending` keeps only the episodes that ended one way, read from the last step's
+kinematics (the env's 5 x 5 `state`, ego row first; its lateral position is 0, 0.25, 0.5 and 0.75 at
+the centres of the 4 lanes): a terminal step with the ego car beyond the outer lanes' edges (lateral
+position below -0.125 or above 0.875) left the road, any other terminal step is a collision (those
+measured had another car 0.01-0.03 ahead or behind and a reward above 0, which leaving the road never
+has). Without it every episode counts.
 """
 
 from __future__ import annotations
@@ -23,6 +30,16 @@ from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.data.loader import preprocess_image
 from planetrl.models.world_model import WorldModel
 from planetrl.training.planet import load_trained
+
+ENDINGS = ("any", "collision", "offroad", "limit")
+
+
+def highway_ending(episode: dict[str, np.ndarray]) -> str:
+    """How a highway episode ended: `limit` (no terminal step), `collision` or `offroad`."""
+    if not episode["is_terminal"][-1]:
+        return "limit"
+    lateral = float(episode["state"][-1].reshape(5, 5)[0, 2])
+    return "offroad" if lateral < -0.125 or lateral > 0.875 else "collision"
 
 
 def episode_tensors(episode: dict[str, np.ndarray], bits: int) -> dict[str, torch.Tensor]:
@@ -74,6 +91,8 @@ def main() -> None:
     parser.add_argument("--open-loop", default="1,3,6")
     parser.add_argument("--checkpoint", type=int, help="the model kept at this update (train.keep_models)")
     parser.add_argument("--first", type=int, help="of the first N episodes (in time order), not the latest")
+    parser.add_argument("--ending", default="any", choices=ENDINGS,
+                        help="highway only: keep the episodes that ended this way")
     args = parser.parse_args()
     torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
     cfg, model, updates = load_trained(args.run_dir, "cpu", args.checkpoint)
@@ -81,14 +100,19 @@ def main() -> None:
     merged: dict[str, list] = {}
     paths = list_episodes(args.run_dir / args.which)
     paths = paths[:args.first][-args.episodes:] if args.first else paths[-args.episodes:]
+    used = 0
     for path in paths:
         episode = try_read_episode(path)
-        if episode is None:
+        if episode is None or (args.ending != "any" and highway_ending(episode) != args.ending):
             continue
+        used += 1
         for key, values in check_episode(model, episode_tensors(episode, cfg.data.image_bits), open_loop).items():
             merged.setdefault(key, []).extend(values)
+    if not used:
+        raise SystemExit(f"no readable {args.which} with ending {args.ending!r} among the {len(paths)} chosen")
     true, pred = np.array(merged["reward_true"]), np.array(merged["reward_pred"])
-    result = {"run": str(args.run_dir), "updates": updates, "episodes": len(paths), "steps": len(true),
+    result = {"run": str(args.run_dir), "updates": updates, "ending": args.ending, "episodes": used,
+              "steps": len(true),
               "reward_mae": round(float(np.abs(true - pred).mean()), 4),
               "reward_corr": round(float(np.corrcoef(true, pred)[0, 1]), 3) if len(true) > 2 else None}
     result.update({key: summary(values) for key, values in merged.items() if key.startswith("p_")})
