@@ -9,7 +9,10 @@ the ego car, the other cars and crashed cars, the share of their true pixels tha
 the last posterior, with the actions taken.
 
     python benchmarks/traffic_recall.py RUN_DIR [--checkpoints 500,1000] [--which train_episodes]
-        [--episodes 10] [--first N] [--open-loop 6]
+        [--episodes 10] [--first N] [--open-loop 6] [--figure PNG]
+
+`--figure` also writes, for the first three chosen episodes (one row each), the last two frames beside
+their reconstructions from the posterior of the first (or only) checkpoint, at twice the size.
 """
 
 from __future__ import annotations
@@ -54,14 +57,33 @@ def recall_counts(true_frames: np.ndarray, reconstructed: np.ndarray) -> dict[st
 
 
 @torch.no_grad()
-def episode_counts(model, episode: dict[str, np.ndarray], bits: int, open_loop: int) -> dict[str, list[int]]:
+def reconstruct(model, episode: dict[str, np.ndarray], bits: int) -> np.ndarray:
+    """The episode's frames as the posterior reconstructs them, uint8 (T, H, W, 3)."""
     data = episode_tensors(episode, bits)
     posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
-    counts = {f"posterior_{k}": v for k, v in
-              recall_counts(episode["image"], to_uint8(model.decode(model.features(posterior))[0])).items()}
+    return to_uint8(model.decode(model.features(posterior))[0])
+
+
+def save_figure(path: Path, model, episodes: list[dict[str, np.ndarray]], bits: int) -> None:
+    """Rows of (frame T-1, its reconstruction, last frame, its reconstruction), enlarged 2x."""
+    from PIL import Image
+
+    rows = []
+    for episode in episodes[:3]:
+        rebuilt = reconstruct(model, episode, bits)
+        rows.append(np.concatenate([episode["image"][-2], rebuilt[-2], episode["image"][-1], rebuilt[-1]], 1))
+    grid = np.concatenate(rows, 0).repeat(2, 0).repeat(2, 1)
+    Image.fromarray(grid).save(path)
+
+
+@torch.no_grad()
+def episode_counts(model, episode: dict[str, np.ndarray], bits: int, open_loop: int) -> dict[str, list[int]]:
+    rebuilt = reconstruct(model, episode, bits)
+    counts = {f"posterior_{k}": v for k, v in recall_counts(episode["image"], rebuilt).items()}
     length = len(episode["image"])
     if open_loop and length > open_loop + 1:
         cut = length - open_loop
+        data = episode_tensors(episode, bits)
         context, _ = model.observe(data["image"][:, :cut], data["action"][:, :cut], data["is_first"][:, :cut])
         last = {key: value[:, -1] for key, value in context.items()}
         imagined = model.dynamics.imagine_features(last, data["action"][:, cut:], sample=False)
@@ -78,13 +100,15 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=10, help="the latest this many episodes")
     parser.add_argument("--first", type=int, help="of the first N episodes (in time order), not the latest")
     parser.add_argument("--open-loop", type=int, default=0, help="also score the last K steps imagined")
+    parser.add_argument("--figure", type=Path, help="write true and reconstructed last frames to this PNG")
     args = parser.parse_args()
     paths = list_episodes(args.run_dir / args.which)
     paths = paths[:args.first][-args.episodes:] if args.first else paths[-args.episodes:]
     episodes = [e for e in map(try_read_episode, paths) if e is not None]
     if not episodes:
         raise SystemExit(f"no readable episodes among the {len(paths)} chosen in {args.run_dir / args.which}")
-    for checkpoint in [int(c) for c in args.checkpoints.split(",") if c] or [None]:
+    checkpoints = [int(c) for c in args.checkpoints.split(",") if c] or [None]
+    for checkpoint in checkpoints:
         torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
         cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
         totals: dict[str, list[int]] = {}
@@ -98,6 +122,8 @@ def main() -> None:
             result[f"{key}_pixels"] = true
             result[f"{key}_recall"] = round(kept / true, 3) if true else None
         print(json.dumps(result), flush=True)
+        if args.figure and checkpoint == checkpoints[0]:
+            save_figure(args.figure, model, episodes, cfg.data.image_bits)
 
 
 if __name__ == "__main__":
