@@ -173,3 +173,15 @@ def test_terminal_reward_shifts_the_reward_target_at_terminal_steps_only():
     by_hand, without = terms(shifted, LossWeights()), terms(batch, LossWeights())
     torch.testing.assert_close(with_penalty["reward_nll"], by_hand["reward_nll"])
     assert with_penalty["reward_nll"] > without["reward_nll"] + 0.1
+
+
+def test_image_scale_weighs_the_image_term_alone():
+    batch = _batch(steps=6)
+    model = _small_model(seed=7)
+    losses = {}
+    for scale in (1.0, 3.0):
+        torch.manual_seed(11)  # the same posterior samples for both
+        losses[scale] = world_model_loss(model, batch, LossWeights(image_scale=scale))
+    (loss1, metrics1), (loss3, metrics3) = losses[1.0], losses[3.0]
+    assert torch.allclose(metrics1["image_nll"], metrics3["image_nll"])  # the metric stays the plain NLL
+    assert torch.allclose(loss3 - loss1, 2.0 * metrics1["image_nll"], rtol=1e-5)

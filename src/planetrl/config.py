@@ -97,6 +97,9 @@ class LossConfig:
                                    "max(KL, free_nats).", low=0.0)
     kl_scale: float = option(PAPER["loss.kl_scale"], "Scale of the KL term.", low=0.0)
     reward_scale: float = option(PAPER["loss.reward_scale"], "Scale of the reward log-likelihood term.", low=0.0)
+    image_scale: float = option(1.0, "Scale of the image log-likelihood term; s is a Gaussian of standard "
+                                     "deviation 1/sqrt(s) (PlaNet: 1). Larger makes small objects worth more "
+                                     "against the KL and the reward.", low=0.0)
     overshooting: int = option(PAPER["loss.overshooting"], "Latent overshooting distance D; 0 or 1 = off.", low=0)
     continuation_scale: float = option(1.0, "Scale of the continuation head's log-likelihood term.", low=0.0)
     terminal_reward: float = option(0.0, "Added to the reward target of terminal steps (a crash, not a time "

@@ -23,6 +23,7 @@ class LossWeights:
     free_nats: float = PAPER["loss.free_nats"]
     kl_scale: float = PAPER["loss.kl_scale"]
     reward_scale: float = PAPER["loss.reward_scale"]
+    image_scale: float = 1.0  # the image NLL's weight: 1 / variance of its Gaussian, 1 in PlaNet
     overshooting: int = PAPER["loss.overshooting"]  # 0 or 1 = the ordinary KL only; D > 1 adds distances 2..D
     overshooting_scale: float = 1.0  # weight of the mean over distances 2..D; the one-step KL keeps weight 1
     continuation_scale: float = 1.0  # weight of the continuation head's Bernoulli log-likelihood, when it exists
@@ -151,7 +152,7 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
         reward = reward + weights.terminal_reward * batch["is_terminal"].to(reward.dtype)
     reward_nll = mean_gaussian_nll(reward, model.reward(features), dims=0)
     metrics = {"image_nll": image_nll.detach(), "reward_nll": reward_nll.detach()}
-    loss = image_nll + weights.reward_scale * reward_nll
+    loss = weights.image_scale * image_nll + weights.reward_scale * reward_nll
     head_distance = weights.continuation_open_loop if model.continue_head is not None else 0
     overshoot = weights.overshooting if model.dynamics.state_size and weights.overshooting > 1 else 0
     # One open-loop rollout serves both the overshooting KL and the head's open-loop term.
