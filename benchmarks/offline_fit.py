@@ -25,18 +25,14 @@ from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
 from planetrl.training.updater import WorldModelUpdater, build_world_model
-from traffic_recall import episode_counts
+from traffic_recall import recall_summary
 
 
 def recall(model, episodes: list[dict], bits: int) -> dict[str, float | None]:
+    """Shares of each car kind's pixels kept on `episodes`, from the posterior and 6 imagined steps."""
     model.eval()
-    totals: dict[str, list[int]] = {}
-    for episode in episodes:
-        for key, (true, kept) in episode_counts(model, episode, bits, open_loop=6).items():
-            total = totals.setdefault(key, [0, 0])
-            total[0] += true
-            total[1] += kept
-    return {f"{key}_recall": round(kept / true, 3) if true else None for key, (true, kept) in sorted(totals.items())}
+    return {key: value for key, value in recall_summary(model, episodes, bits, open_loop=6).items()
+            if key.endswith("_recall")}
 
 
 def main() -> None:

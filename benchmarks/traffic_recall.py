@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -92,6 +93,21 @@ def episode_counts(model, episode: dict[str, np.ndarray], bits: int, open_loop: 
     return counts
 
 
+def recall_summary(model, episodes: list[dict[str, np.ndarray]], bits: int, open_loop: int) -> dict[str, Any]:
+    """Per view and car kind over all `episodes`: `{view}_{kind}_pixels` and the share kept, `..._recall`."""
+    totals: dict[str, list[int]] = {}
+    for episode in episodes:
+        for key, (true, kept) in episode_counts(model, episode, bits, open_loop).items():
+            total = totals.setdefault(key, [0, 0])
+            total[0] += true
+            total[1] += kept
+    summary: dict[str, Any] = {}
+    for key, (true, kept) in sorted(totals.items()):
+        summary[f"{key}_pixels"] = true
+        summary[f"{key}_recall"] = round(kept / true, 3) if true else None
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
@@ -111,16 +127,8 @@ def main() -> None:
     for checkpoint in checkpoints:
         torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
         cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
-        totals: dict[str, list[int]] = {}
-        for episode in episodes:
-            for key, (true, kept) in episode_counts(model, episode, cfg.data.image_bits, args.open_loop).items():
-                total = totals.setdefault(key, [0, 0])
-                total[0] += true
-                total[1] += kept
         result = {"run": str(args.run_dir), "updates": updates, "which": args.which, "episodes": len(episodes)}
-        for key, (true, kept) in sorted(totals.items()):
-            result[f"{key}_pixels"] = true
-            result[f"{key}_recall"] = round(kept / true, 3) if true else None
+        result.update(recall_summary(model, episodes, cfg.data.image_bits, args.open_loop))
         print(json.dumps(result), flush=True)
         if args.figure and checkpoint == checkpoints[0]:
             save_figure(args.figure, model, episodes, cfg.data.image_bits)

@@ -19,6 +19,7 @@ import torch
 import planetrl
 from planetrl import config as config_lib
 from planetrl.atomic import write_atomic
+from planetrl.models.world_model import native_bf16
 
 CHECKPOINT = "latest.pt"
 MODEL_SNAPSHOT = "model-{updates:07d}.pt"
@@ -123,7 +124,7 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
         "processor": platform.processor(), "host": platform.node(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "cpu_bf16_native": bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()),
+        "cpu_bf16_native": native_bf16(torch.device("cpu")),
         "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
     }
 
