@@ -39,6 +39,8 @@ class EnvConfig:
     processes: int = option(1, "Environment processes for collection; 0 runs the env in-process.", low=0)
     start_method: str = option("spawn", "multiprocessing start method for env processes.",
                                choices=("spawn", "forkserver", "fork"))
+    view_meters: float = option(40.0, "highway: meters of road the frame spans across (smaller is closer, with "
+                                "larger cars and less road ahead in view).", low=5.0, high=200.0)
     carla_host: str = option("localhost", "CARLA server host for carla:TOWN tasks.")
     carla_port: int = option(2000, "CARLA server RPC port.", low=1, high=65535)
     max_restarts: int = option(5, "Simulator crashes tolerated within restart_window seconds.", low=0)

@@ -20,6 +20,29 @@ def test_highway_renders_real_frames_at_both_sizes(size):
         env.close()
 
 
+def _ego_pixels(frame: np.ndarray) -> int:
+    """Pixels of highway-env's ego car color (200, 200, 0), within a small tolerance."""
+    return int((np.abs(frame.astype(int) - (200, 200, 0)).max(-1) < 30).sum())
+
+
+def test_a_closer_view_draws_the_cars_larger():
+    counts = {}
+    for meters in (40.0, 20.0):
+        env = make_env(EnvConfig(task="highway", image_size=128, view_meters=meters), seed=0)
+        try:
+            obs, _ = env.reset(seed=0)
+            counts[meters] = _ego_pixels(obs["image"])
+        finally:
+            env.close()
+    assert counts[40.0] > 20
+    assert 3.0 < counts[20.0] / counts[40.0] < 6.0  # half the span: about four times the area
+
+
+def test_view_meters_on_a_task_that_is_not_driving_is_an_error():
+    with pytest.raises(ValueError, match=r"view_meters=20\.0 applies to driving tasks"):
+        make_env(EnvConfig(task="mock", image_size=16, view_meters=20.0), seed=0)
+
+
 def test_highway_passes_the_gymnasium_checker():
     env = make_env(EnvConfig(task="highway", image_size=64), seed=0)
     try:

@@ -27,6 +27,18 @@ def decisions_per_episode(cfg: EnvConfig, spec: TaskSpec | None = None) -> int:
     return math.ceil(steps / action_repeat(cfg, spec)) if steps else 0
 
 
+def _family_options(cfg: EnvConfig, family: str) -> dict[str, Any]:
+    """Keyword options that only one family's constructors take; a driving option set elsewhere is an error."""
+    if family == "driving":
+        return {"view_meters": cfg.view_meters}
+    if cfg.view_meters != EnvConfig.view_meters:
+        raise ValueError(f"env.view_meters={cfg.view_meters} applies to driving tasks (highway) only; "
+                         f"task '{cfg.task}' is of the {family} family")
+    if family == "carla":
+        return {"host": cfg.carla_host, "port": cfg.carla_port}
+    return {}
+
+
 def make_env(cfg: EnvConfig, seed: int = 0, spec: TaskSpec | None = None) -> Any:
     """The task's env with the standard wrapper stack, in this process."""
     spec = spec or resolve(cfg.task)
@@ -36,7 +48,7 @@ def make_env(cfg: EnvConfig, seed: int = 0, spec: TaskSpec | None = None) -> Any
         else:
             env = wrappers.DropImage(spec.constructor(size=cfg.image_size, seed=seed, fast_render=True))
     else:
-        extra = {"host": cfg.carla_host, "port": cfg.carla_port} if spec.family == "carla" else {}
+        extra = _family_options(cfg, spec.family)
         env = spec.constructor(size=cfg.image_size, seed=seed, fast_render=cfg.fast_render, **extra)
         if env.observation_space["image"].shape[:2] != (cfg.image_size, cfg.image_size):
             env = wrappers.ResizeImage(env, cfg.image_size)

@@ -43,7 +43,8 @@ class TaskSpec:
     """How to build a task and its defaults.
 
     `constructor(size=, seed=, fast_render=)` returns a gymnasium.Env whose
-    observation is a dict with a uint8 `image`. `episode_steps` counts raw
+    observation is a dict with a uint8 `image`; a `driving` family constructor also takes
+    `view_meters=`, a `carla` one `host=` and `port=`. `episode_steps` counts raw
     environment steps (before action repeat); 0 means the env ends episodes itself.
     `state_constructor(seed=)`, when given, builds the task without rendering,
     observing only a float32 `state` (for model-free baselines from state).
@@ -100,11 +101,11 @@ def make_gym_state(env_id: str, seed: int) -> Any:
     return make_gym(env_id, pixels=False)
 
 
-def make_highway_task(size: int, seed: int, fast_render: bool) -> Any:
+def make_highway_task(size: int, seed: int, fast_render: bool, view_meters: float = 40.0) -> Any:
     """Constructor for the offline driving task."""
     from planetrl.envs.driving import make_highway
 
-    return make_highway(size, seed, fast_render)
+    return make_highway(size, seed, fast_render, view_meters=view_meters)
 
 
 def make_carla(town: str, size: int, seed: int, fast_render: bool, host: str = "localhost",
