@@ -1,0 +1,106 @@
+"""Whether the world model's convolutions alone can draw the traffic: a plain autoencoder on a run's frames.
+
+The highway world models keep none of the other cars' pixels (traffic_recall.py). This separates the
+two places the cars could be lost: the image path (the run's own ConvEncoder and ConvDecoder, same sizes)
+or the latent dynamics between them (the posterior, the KL, the recurrent state). It trains encoder ->
+one linear layer to the model's feature size -> decoder on single frames of the run's `train_episodes`,
+with the world model's image loss (a unit-variance Gaussian, summed over pixels) and optimizer, and every
+`--every` steps prints one JSON line: the loss and the share of each car kind's pixels the reconstruction
+keeps on the run's held-out `test_episodes`. No KL, no recurrence: if this draws the cars, the image path
+can, and the world model loses them in its latent state.
+
+    python benchmarks/autoencoder_check.py RUN_DIR [--steps 1000] [--every 250] [--batch 32] [--held-out 10]
+        [--depth 32] [--lr 3e-4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from planetrl import config as C
+from planetrl.data.episodes import list_episodes, try_read_episode
+from planetrl.data.loader import preprocess_image
+from planetrl.models.networks import ConvDecoder, ConvEncoder
+from traffic_recall import CARS, recall_counts, to_uint8
+
+
+def frames_of(directory: Path, last: int | None = None) -> np.ndarray:
+    """All uint8 frames (N, H, W, 3) of the readable episodes in `directory` (the latest `last` episodes)."""
+    paths = list_episodes(directory)
+    episodes = [e for e in map(try_read_episode, paths[-last:] if last else paths) if e is not None]
+    if not episodes:
+        raise SystemExit(f"no readable episodes in {directory}")
+    return np.concatenate([e["image"] for e in episodes])
+
+
+class Autoencoder(nn.Module):
+    """The world model's encoder and decoder, joined by one linear layer of the model's feature size."""
+
+    def __init__(self, image_size: int, depth: int, feature_size: int) -> None:
+        super().__init__()
+        self.encoder = ConvEncoder(image_size, depth)
+        self.bottleneck = nn.Linear(self.encoder.embed_size, feature_size)
+        self.decoder = ConvDecoder(feature_size, image_size, depth)
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.bottleneck(self.encoder(image)))
+
+
+@torch.no_grad()
+def held_out_recall(model: Autoencoder, frames: np.ndarray, bits: int) -> dict[str, float | None]:
+    """Per car kind, the share of its true pixels that the reconstruction gives the same color."""
+    rebuilt = np.concatenate([to_uint8(model(preprocess_image(torch.as_tensor(chunk), bits, noise=False)))
+                              for chunk in np.array_split(frames, max(1, len(frames) // 64))])
+    counts = recall_counts(frames, rebuilt)
+    return {f"{kind}_recall": round(counts[kind][1] / counts[kind][0], 3) if counts[kind][0] else None
+            for kind in CARS}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--every", type=int, default=250)
+    parser.add_argument("--batch", type=int, default=32, help="frames per step")
+    parser.add_argument("--held-out", type=int, default=10, help="the latest this many test episodes")
+    parser.add_argument("--depth", type=int, help="channels of the first conv layer; default the run's model.depth")
+    parser.add_argument("--lr", type=float, help="Adam's learning rate; default the run's optim.lr")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    cfg = C.load(args.run_dir / "config.yaml")
+    train = frames_of(args.run_dir / "train_episodes")
+    held_out = frames_of(args.run_dir / "test_episodes", args.held_out)
+    torch.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    feature_size = cfg.model.belief_size + cfg.model.state_size
+    model = Autoencoder(cfg.env.image_size, args.depth or cfg.model.depth, feature_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr or cfg.optim.lr, eps=cfg.optim.eps)
+    bits, total, start = cfg.data.image_bits, 0.0, time.perf_counter()
+    for step in range(1, args.steps + 1):
+        image = preprocess_image(torch.as_tensor(train[rng.integers(len(train), size=args.batch)]), bits)
+        loss = 0.5 * (model(image) - image).pow(2).sum((1, 2, 3)).mean()  # Gaussian NLL up to its constant
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
+        optimizer.step()
+        total += loss.item()
+        if step % args.every == 0 or step == args.steps:
+            model.eval()
+            line = {"run": str(args.run_dir), "depth": args.depth or cfg.model.depth,
+                    "lr": args.lr or cfg.optim.lr, "steps": step, "train_frames": len(train),
+                    "held_out_frames": len(held_out), "seconds": round(time.perf_counter() - start, 1),
+                    "image_nll": round(total / args.every, 2), **held_out_recall(model, held_out, bits)}
+            model.train()
+            print(json.dumps(line), flush=True)
+            total = 0.0
+
+
+if __name__ == "__main__":
+    main()
