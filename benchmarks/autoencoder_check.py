@@ -6,8 +6,9 @@ or the latent dynamics between them (the posterior, the KL, the recurrent state)
 one linear layer to the model's feature size -> decoder on single frames of the run's `train_episodes`,
 with the world model's image loss (a unit-variance Gaussian, summed over pixels) and optimizer, and every
 `--every` steps prints one JSON line: the loss and the share of each car kind's pixels the reconstruction
-keeps on the run's held-out `test_episodes`. No KL, no recurrence: if this draws the cars, the image path
-can, and the world model loses them in its latent state.
+keeps on the run's held-out `test_episodes` (and, as `train_*`, on as many of the frames it trains on).
+No KL, no recurrence: if this draws the cars, the image path can, and the world model loses them in its
+latent state.
 
     python benchmarks/autoencoder_check.py RUN_DIR [--steps 1000] [--every 250] [--batch 32] [--held-out 10]
         [--depth 32] [--lr 3e-4]
@@ -54,7 +55,7 @@ class Autoencoder(nn.Module):
 
 
 @torch.no_grad()
-def held_out_recall(model: Autoencoder, frames: np.ndarray, bits: int) -> dict[str, float | None]:
+def frame_recall(model: Autoencoder, frames: np.ndarray, bits: int) -> dict[str, float | None]:
     """Per car kind, the share of its true pixels that the reconstruction gives the same color."""
     rebuilt = np.concatenate([to_uint8(model(preprocess_image(torch.as_tensor(chunk), bits, noise=False)))
                               for chunk in np.array_split(frames, max(1, len(frames) // 64))])
@@ -79,6 +80,7 @@ def main() -> None:
     held_out = frames_of(args.run_dir / "test_episodes", args.held_out)
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
+    train_sample = train[rng.choice(len(train), size=min(len(train), len(held_out)), replace=False)]
     feature_size = cfg.model.belief_size + cfg.model.state_size
     model = Autoencoder(cfg.env.image_size, args.depth or cfg.model.depth, feature_size)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr or cfg.optim.lr, eps=cfg.optim.eps)
@@ -96,7 +98,8 @@ def main() -> None:
             line = {"run": str(args.run_dir), "depth": args.depth or cfg.model.depth,
                     "lr": args.lr or cfg.optim.lr, "steps": step, "train_frames": len(train),
                     "held_out_frames": len(held_out), "seconds": round(time.perf_counter() - start, 1),
-                    "image_nll": round(total / args.every, 2), **held_out_recall(model, held_out, bits)}
+                    "image_nll": round(total / args.every, 2), **frame_recall(model, held_out, bits),
+                    **{f"train_{k}": v for k, v in frame_recall(model, train_sample, bits).items()}}
             model.train()
             print(json.dumps(line), flush=True)
             total = 0.0
