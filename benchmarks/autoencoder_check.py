@@ -81,10 +81,10 @@ def main() -> None:
     torch.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed)
     train_sample = train[rng.choice(len(train), size=min(len(train), len(held_out)), replace=False)]
-    feature_size = cfg.model.belief_size + cfg.model.state_size
-    model = Autoencoder(cfg.env.image_size, args.depth or cfg.model.depth, feature_size)
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr or cfg.optim.lr, eps=cfg.optim.eps)
-    bits, total, start = cfg.data.image_bits, 0.0, time.perf_counter()
+    depth, lr = args.depth or cfg.model.depth, args.lr or cfg.optim.lr
+    model = Autoencoder(cfg.env.image_size, depth, cfg.model.belief_size + cfg.model.state_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, eps=cfg.optim.eps)
+    bits, total, window, start = cfg.data.image_bits, 0.0, 0, time.perf_counter()
     for step in range(1, args.steps + 1):
         image = preprocess_image(torch.as_tensor(train[rng.integers(len(train), size=args.batch)]), bits)
         loss = 0.5 * (model(image) - image).pow(2).sum((1, 2, 3)).mean()  # Gaussian NLL up to its constant
@@ -92,17 +92,16 @@ def main() -> None:
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), cfg.optim.grad_clip)
         optimizer.step()
-        total += loss.item()
+        total, window = total + loss.item(), window + 1
         if step % args.every == 0 or step == args.steps:
             model.eval()
-            line = {"run": str(args.run_dir), "depth": args.depth or cfg.model.depth,
-                    "lr": args.lr or cfg.optim.lr, "steps": step, "train_frames": len(train),
+            line = {"run": str(args.run_dir), "depth": depth, "lr": lr, "steps": step, "train_frames": len(train),
                     "held_out_frames": len(held_out), "seconds": round(time.perf_counter() - start, 1),
-                    "image_nll": round(total / args.every, 2), **frame_recall(model, held_out, bits),
+                    "image_nll": round(total / window, 2), **frame_recall(model, held_out, bits),
                     **{f"train_{k}": v for k, v in frame_recall(model, train_sample, bits).items()}}
             model.train()
             print(json.dumps(line), flush=True)
-            total = 0.0
+            total, window = 0.0, 0
 
 
 if __name__ == "__main__":
