@@ -299,3 +299,18 @@ def test_eval_is_reproducible_with_the_same_seeds(trained_run):
         assert main(["eval", "--run", str(trained_run), "--episodes", "3", "--device", "cpu"]) == 0
         outcomes.append(json.loads((trained_run / "eval.json").read_text())["returns"])
     assert outcomes[0] == outcomes[1]
+
+
+def test_without_a_bar_long_collect_and_test_phases_print_their_progress(tmp_path, capsys, monkeypatch):
+    from planetrl.training import progress
+
+    monkeypatch.setattr(progress.RunProgress, "__init__", _every_zero(progress.RunProgress.__init__))
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
+    out = capsys.readouterr().out.splitlines()
+    tests = [line for line in out if line.startswith("run-00 test at update 12 | ")]
+    collects = [line for line in out if line.startswith("run-00 collecting at update 8 | ")]
+    # two test envs of 12 decisions each, stepped together; one collected episode of 12
+    assert tests[-1].split(" | ")[1] == "24/24 decisions, 2/2 episodes", tests
+    assert [line.split(" | ")[1] for line in collects] == [f"{n}/12 decisions, {n // 12}/1 episodes"
+                                                           for n in range(1, 13)], collects
+    assert "decisions/s" in tests[-1] and "ETA at most" in tests[0]

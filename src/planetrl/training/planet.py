@@ -286,7 +286,10 @@ class PlanetRun:
         seed = derive(cfg.run.seed, "collect", index)
         agent = build_mpc_agent(cfg, self.model, env, seed=seed)
         start = time.perf_counter()
-        driver = Driver(env, agent, self._callbacks(self.train_dir, env)[0], seed=seed)
+        callbacks = self._callbacks(self.train_dir, env)[0]
+        if self.progress_view is not None:
+            callbacks.append(self.progress_view.phase("collecting", 1, decisions_per_episode(cfg.env)))
+        driver = Driver(env, agent, callbacks, seed=seed)
         [result] = driver.run(1, explore=True)
         seconds = time.perf_counter() - start
         self.replay.refresh()
@@ -327,6 +330,9 @@ class PlanetRun:
                 log.info("removed %d episodes of an interrupted test phase", len(leftovers))
         agent = build_mpc_agent(self.cfg, model, env, seed=derive(self.cfg.run.seed, "test", tests_done))
         callbacks, writer = self._callbacks(staging, env)
+        if self.progress_view is not None:
+            callbacks.append(self.progress_view.phase("test", self.cfg.train.test_episodes,
+                                                      decisions_per_episode(self.cfg.env)))
         start = time.perf_counter()
         results = Driver(env, agent, callbacks, seed=derive(self.cfg.run.seed, "test", tests_done)).run(
             self.cfg.train.test_episodes, explore=False)

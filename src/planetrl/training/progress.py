@@ -86,9 +86,52 @@ class RunProgress:
         print(f"{self.name} update {self.done}/{self.total} | {terms} | test {test} | {rate:.2f} upd/s | "
               f"ETA {_duration(eta)}", file=sys.stdout, flush=True)
 
+    def phase(self, what: str, episodes: int, decisions_each: int) -> PhaseMeter:
+        """A driver callback that shows a collect or test phase going, which can take many minutes."""
+        return PhaseMeter(self, what, episodes, decisions_each)
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+class PhaseMeter:
+    """Counts a phase's decisions and finished episodes; shows them each `every_s` (bar: each second).
+
+    `run-00 test at update 500 | 1230/2500 decisions, 2/5 episodes | 1.05 decisions/s | ETA at most 20m30s`.
+    The decision bound is episodes x decisions per episode (0: no limit known); episodes that end early
+    (a crash) make it an upper bound, so the ETA is one too.
+    """
+
+    def __init__(self, run: RunProgress, what: str, episodes: int, decisions_each: int) -> None:
+        self.run, self.what, self.episodes = run, what, episodes
+        self.bound = episodes * decisions_each
+        self.decisions = self.finished = 0
+        self._start = self._shown = time.monotonic()
+
+    def __call__(self, index: int, step: dict[str, Any]) -> None:
+        if step["is_first"]:  # the reset observation, not a decision
+            return
+        self.decisions += 1
+        self.finished += bool(step["is_last"])
+        now = time.monotonic()
+        if self.run._bar is not None:
+            if now - self._shown >= 1.0:
+                self._shown = now
+                self.run._bar.set_postfix_str(f"{self.what}: {self.describe(now)}")
+        elif now - self.run._last_line >= self.run.every_s:
+            self.run._last_line = now
+            print(f"{self.run.name} {self.what} at update {self.run.done} | {self.describe(now)}",
+                  file=sys.stdout, flush=True)
+
+    def describe(self, now: float) -> str:
+        elapsed = now - self._start
+        rate = self.decisions / elapsed if elapsed > 0 else 0.0
+        done = f"{self.decisions}/{self.bound}" if self.bound else str(self.decisions)
+        text = f"{done} decisions, {self.finished}/{self.episodes} episodes | {rate:.2f} decisions/s"
+        if self.bound and rate > 0:
+            text += f" | ETA at most {_duration(max(self.bound - self.decisions, 0) / rate)}"
+        return text
 
 
 class EpisodeCounter:
