@@ -107,15 +107,22 @@ class PlanetRun:
     def _writer(self, directory: Path, env: BatchEnv) -> EpisodeWriter:
         return EpisodeWriter(directory, num_actions=discrete_choices(env.action_space))
 
-    def _callbacks(self, directory: Path, env: BatchEnv) -> tuple[list[Callable[..., Any]], EpisodeWriter]:
-        """Driver callbacks: the fence before the episode writer, so a lost claim writes no episode."""
+    def _callbacks(self, directory: Path, env: BatchEnv,
+                   phase: tuple[str, int] | None = None) -> tuple[list[Callable[..., Any]], EpisodeWriter]:
+        """Driver callbacks: the fence before the episode writer, so a lost claim writes no episode.
+
+        `phase` (what, episodes) adds a meter that shows the phase's progress.
+        """
         writer = self._writer(directory, env)
 
         def fence(index: int, step: dict[str, Any]) -> None:
             if step["is_last"]:
                 self.fence()
 
-        return [fence, writer], writer
+        callbacks: list[Callable[..., Any]] = [fence, writer]
+        if phase is not None and self.progress_view is not None:
+            callbacks.append(self.progress_view.phase(*phase, decisions_per_episode(self.cfg.env)))
+        return callbacks, writer
 
     def _seed_episodes(self, catalog: EpisodeCatalog, offset: int, need_chunk: bool = False) -> None:
         """Random episodes up to `seed_episodes`; with `need_chunk`, more until one holds a training chunk.
@@ -286,10 +293,7 @@ class PlanetRun:
         seed = derive(cfg.run.seed, "collect", index)
         agent = build_mpc_agent(cfg, self.model, env, seed=seed)
         start = time.perf_counter()
-        callbacks = self._callbacks(self.train_dir, env)[0]
-        if self.progress_view is not None:
-            callbacks.append(self.progress_view.phase("collecting", 1, decisions_per_episode(cfg.env)))
-        driver = Driver(env, agent, callbacks, seed=seed)
+        driver = Driver(env, agent, self._callbacks(self.train_dir, env, phase=("collecting", 1))[0], seed=seed)
         [result] = driver.run(1, explore=True)
         seconds = time.perf_counter() - start
         self.replay.refresh()
@@ -329,10 +333,7 @@ class PlanetRun:
             if leftovers:  # the folder stays between phases; only files in it mean a phase was cut off
                 log.info("removed %d episodes of an interrupted test phase", len(leftovers))
         agent = build_mpc_agent(self.cfg, model, env, seed=derive(self.cfg.run.seed, "test", tests_done))
-        callbacks, writer = self._callbacks(staging, env)
-        if self.progress_view is not None:
-            callbacks.append(self.progress_view.phase("test", self.cfg.train.test_episodes,
-                                                      decisions_per_episode(self.cfg.env)))
+        callbacks, writer = self._callbacks(staging, env, phase=("test", self.cfg.train.test_episodes))
         start = time.perf_counter()
         results = Driver(env, agent, callbacks, seed=derive(self.cfg.run.seed, "test", tests_done)).run(
             self.cfg.train.test_episodes, explore=False)

@@ -11,6 +11,7 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,17 @@ class RunProgress:
         """A driver callback that shows a collect or test phase going, which can take many minutes."""
         return PhaseMeter(self, what, episodes, decisions_each)
 
+    def show_phase(self, what: str, describe: Callable[[], str]) -> None:
+        """The phase's state in the bar's postfix (at most each second) or as a line (each `every_s`)."""
+        now = time.monotonic()
+        if now - self._last_line < (1.0 if self._bar is not None else self.every_s):
+            return
+        self._last_line = now
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{what}: {describe()}")
+        else:
+            print(f"{self.name} {what} at update {self.done} | {describe()}", file=sys.stdout, flush=True)
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
@@ -107,25 +119,17 @@ class PhaseMeter:
         self.run, self.what, self.episodes = run, what, episodes
         self.bound = episodes * decisions_each
         self.decisions = self.finished = 0
-        self._start = self._shown = time.monotonic()
+        self._start = time.monotonic()
 
     def __call__(self, index: int, step: dict[str, Any]) -> None:
         if step["is_first"]:  # the reset observation, not a decision
             return
         self.decisions += 1
         self.finished += bool(step["is_last"])
-        now = time.monotonic()
-        if self.run._bar is not None:
-            if now - self._shown >= 1.0:
-                self._shown = now
-                self.run._bar.set_postfix_str(f"{self.what}: {self.describe(now)}")
-        elif now - self.run._last_line >= self.run.every_s:
-            self.run._last_line = now
-            print(f"{self.run.name} {self.what} at update {self.run.done} | {self.describe(now)}",
-                  file=sys.stdout, flush=True)
+        self.run.show_phase(self.what, self.describe)
 
-    def describe(self, now: float) -> str:
-        elapsed = now - self._start
+    def describe(self) -> str:
+        elapsed = time.monotonic() - self._start
         rate = self.decisions / elapsed if elapsed > 0 else 0.0
         done = f"{self.decisions}/{self.bound}" if self.bound else str(self.decisions)
         text = f"{done} decisions, {self.finished}/{self.episodes} episodes | {rate:.2f} decisions/s"
