@@ -1,0 +1,62 @@
+"""How fast a finger-spin run's training episodes turned the spinner: the seed episodes against the planner's.
+
+finger-spin pays only while the spinner's hinge turns at -15 rad/s or faster, so a run whose reward head
+stays at zero has to be read from the episodes themselves. Each stored episode keeps the task's state
+(dm_control's observation, flattened in its order); this finds the hinge velocity in it, and prints one
+JSON line per group of episodes (the first `--seed-episodes` are random, the rest the planner's): the
+rewarded decisions, how many episodes never turned the spinner faster than 1 rad/s, and each episode's
+fastest turn the way the reward counts (minus the most negative hinge velocity).
+
+    python benchmarks/spinner_speed.py RUN_DIR [RUN_DIR ...] [--seed-episodes 5] [--episodes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from planetrl.data.episodes import list_episodes, try_read_episode
+
+
+def hinge_column() -> int:
+    """The hinge velocity's index in finger-spin's flattened state (position, velocity, touch; hinge last)."""
+    from dm_control import suite
+
+    spec = suite.load("finger", "spin").observation_spec()
+    offset = 0
+    for key, array in spec.items():
+        if key == "velocity":
+            return offset + int(np.prod(array.shape)) - 1
+        offset += int(np.prod(array.shape))
+    raise RuntimeError(f"finger-spin has no 'velocity' observation: {list(spec)}")
+
+
+def summary(episodes: list[dict[str, np.ndarray]], column: int) -> dict[str, object]:
+    fastest = [float(-np.asarray(e["state"])[:, column].min()) for e in episodes]
+    return {"episodes": len(episodes),
+            "rewarded_decisions": int(sum((np.asarray(e["reward"]) > 0).sum() for e in episodes)),
+            "episodes_spinner_under_1_rad_s": sum(speed < 1.0 for speed in fastest),
+            "fastest_spin_rad_s": [round(speed, 1) + 0.0 for speed in fastest]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--seed-episodes", type=int, default=5)
+    parser.add_argument("--episodes", type=int, help="only the first N episodes of each run")
+    args = parser.parse_args()
+    column = hinge_column()
+    for run in args.runs:
+        paths = list_episodes(run / "train_episodes")[:args.episodes]
+        episodes = [e for e in map(try_read_episode, paths) if e is not None]
+        if not episodes:
+            raise SystemExit(f"no readable episodes in {run / 'train_episodes'}")
+        for kind, group in (("seed", episodes[:args.seed_episodes]), ("planner", episodes[args.seed_episodes:])):
+            print(json.dumps({**summary(group, column), "run": str(run), "episodes_kind": kind}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
