@@ -15,6 +15,7 @@ REFERENCE = {
     "optim.lr": 1e-3, "optim.eps": 1e-4, "optim.grad_clip": 1000.0,
     "planner.horizon": 12, "planner.iterations": 10, "planner.candidates": 1000, "planner.elites": 100,
     "planner.exploration_noise": 0.3, "planner.warm_start": False, "planner.min_std": 0.0,
+    "planner.exploration_correlation": 0.0,  # the paper's noise is independent from decision to decision
     "train.seed_episodes": 5, "train.collect_every": 100, "train.total_updates": 1000 * 100,
 }
 REPEATS = {"cartpole-swingup": 8, "reacher-easy": 4, "cheetah-run": 4, "finger-spin": 2, "cup-catch": 4,

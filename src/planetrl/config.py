@@ -143,6 +143,11 @@ class PlannerConfig:
     exploration_noise: float = option(PAPER["planner.exploration_noise"],
                                       "Std of Normal action noise while collecting (probability for discrete).",
                                       low=0.0)
+    exploration_correlation: float = option(
+        PAPER["planner.exploration_correlation"],
+        "Correlation of the continuous exploration noise from one decision to the next (AR(1), stationary "
+        "std exploration_noise); 0 = PlaNet's independent noise. Sparse rewards such as finger-spin's are "
+        "found more often by noise that pushes one way for several decisions.", low=0.0, high=0.99)
     precision: str = option(PAPER["planner.precision"],
                             "Precision of the planning rollouts; auto = bf16 on a CPU with native bf16, else fp32.",
                             choices=("auto", "fp32", "bf16"))

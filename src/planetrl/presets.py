@@ -17,7 +17,7 @@ PAPER = {
     "optim.lr": 1e-3, "optim.eps": 1e-4, "optim.grad_clip": 1000.0, "optim.precision": "fp32",
     "planner.horizon": 12, "planner.iterations": 10, "planner.candidates": 1000, "planner.elites": 100,
     "planner.min_std": 0.0, "planner.warm_start": False, "planner.exploration_noise": 0.3,
-    "planner.precision": "auto",
+    "planner.exploration_correlation": 0.0, "planner.precision": "auto",
     "train.seed_episodes": 5, "train.collect_every": 100, "train.total_updates": 100_000,
 }
 

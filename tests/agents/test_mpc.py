@@ -77,3 +77,44 @@ def test_discrete_actions():
     action = agent.act(_obs(2), explore=False)
     assert action.shape == (2,) and set(action.tolist()) <= {0, 1, 2}
     assert agent.prev_action.shape == (2, 3)
+
+
+def test_correlated_exploration_noise_is_ar1_with_the_configured_std_and_restarts_at_reset():
+    noise, corr = 0.2, 0.9
+    # On the first decision both agents draw the same planner samples; only the explorer then draws noise,
+    # so the difference of their actions is exactly the exploration noise it stored.
+    explorer = MPCAgent(_model(), SPACE, 64, SETTINGS, noise=noise, correlation=corr, seed=3)
+    planner_only = MPCAgent(_model(), SPACE, 64, SETTINGS, noise=noise, correlation=corr, seed=3)
+    first = explorer.act(_obs(64), explore=True)
+    plain = planner_only.act(_obs(64), explore=False)
+    inside = np.abs(first) < 1.0
+    np.testing.assert_allclose((first - plain)[inside], explorer.explore_noise.numpy()[inside], atol=1e-6)
+    history = [explorer.explore_noise.clone()]
+    for step in range(30):
+        explorer.act(_obs(64, seed=step + 1), explore=True)
+        history.append(explorer.explore_noise.clone())
+    series = torch.stack(history)  # (T, envs, actions)
+    previous, current = series[10:-1], series[11:]
+    lag1 = float((previous * current).sum() / (previous * previous).sum())
+    assert abs(lag1 - corr) < 0.03
+    assert abs(float(series[10:].std()) - noise) < 0.1 * noise
+    explorer.reset([5])
+    assert torch.all(explorer.explore_noise[5] == 0) and torch.all(explorer.explore_noise[4] != 0)
+
+
+def test_independent_exploration_noise_has_no_memory():
+    agent = MPCAgent(_model(), SPACE, 64, SETTINGS, noise=0.2, seed=3)
+    agent.act(_obs(64), explore=True)
+    assert torch.all(agent.explore_noise == 0)  # nothing carried over: each decision's noise is fresh
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0])
+def test_exploration_correlation_outside_zero_to_one_is_an_error(bad):
+    with pytest.raises(ValueError, match=r"exploration correlation .* must be in \[0, 1\)"):
+        MPCAgent(_model(), SPACE, 2, SETTINGS, correlation=bad)
+
+
+def test_correlated_exploration_needs_continuous_actions():
+    model = WorldModel(3, 64, "deterministic", belief_size=8, hidden_size=8, depth=4)
+    with pytest.raises(ValueError, match="needs continuous actions"):
+        MPCAgent(model, gym.spaces.Discrete(3), 2, dataclasses.replace(SETTINGS, discrete=True), correlation=0.5)

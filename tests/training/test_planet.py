@@ -314,3 +314,12 @@ def test_without_a_bar_long_collect_and_test_phases_print_their_progress(tmp_pat
     assert [line.split(" | ")[1] for line in collects] == [f"{n}/12 decisions, {n // 12}/1 episodes"
                                                            for n in range(1, 13)], collects
     assert "decisions/s" in tests[-1] and "ETA at most" in tests[0]
+
+
+def test_correlated_exploration_on_a_discrete_task_stops_before_any_episode(tmp_path, capsys):
+    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--task", "gym:CartPole-v1",
+            "--set", "planner.exploration_correlation=0.5"]
+    assert main(argv) != 0
+    out = capsys.readouterr()
+    assert "planner.exploration_correlation=0.5 needs continuous actions" in out.out + out.err
+    assert not list_episodes(tmp_path / "run-00" / "train_episodes")

@@ -31,13 +31,14 @@ class _Discounted:
 class MPCAgent:
     """Keeps one belief per env, updated with each observation and the previous action.
 
-    Exploration adds Normal(0, noise) to continuous actions and clips to [-1, 1];
-    for discrete actions it picks a uniform random action with probability `noise`.
+    Exploration adds Normal(0, noise) to continuous actions and clips to [-1, 1]; with `correlation` c > 0
+    the noise is AR(1) per env, n_t = c n_(t-1) + sqrt(1 - c^2) noise e_t, started afresh at each reset.
+    For discrete actions it picks a uniform random action with probability `noise`.
     """
 
     def __init__(self, model: WorldModel, action_space: gym.Space, num_envs: int, settings: CEMSettings,
                  bits: int = 5, noise: float = 0.3, warm_start: bool = False, seed: int = 0,
-                 precision: str = "fp32", discount: float = 1.0) -> None:
+                 precision: str = "fp32", discount: float = 1.0, correlation: float = 0.0) -> None:
         self.model = model
         self.objective = _Discounted(model, discount)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
@@ -45,10 +46,16 @@ class MPCAgent:
         if settings.discrete != self.discrete:
             kind = "discrete" if self.discrete else "continuous"
             raise ValueError(f"CEMSettings(discrete={settings.discrete}) for a {kind} action space")
+        if not 0.0 <= correlation < 1.0:
+            raise ValueError(f"exploration correlation {correlation!r} must be in [0, 1)")
+        if correlation and self.discrete:
+            raise ValueError(f"exploration correlation {correlation!r} needs continuous actions; this action "
+                             f"space is discrete, so use 0")
         self.settings = settings
         self.num_envs = num_envs
         self.bits = bits
         self.noise = noise
+        self.correlation = correlation
         self.warm_start = warm_start
         self.device = next(model.parameters()).device
         self.precision = resolve_precision(precision, self.device)
@@ -59,6 +66,7 @@ class MPCAgent:
         self._rng = np.random.default_rng(seed)
         self.state: State = model.initial(num_envs)
         self.prev_action = torch.zeros(num_envs, self.action_size, device=self.device)
+        self.explore_noise = torch.zeros(num_envs, self.action_size, device=self.device)  # AR(1) state
         self.plan_mean: torch.Tensor | None = None  # warm start: previous plan shifted by one step
         self.plan_std: torch.Tensor | None = None
         self.last_iterations = 0
@@ -69,6 +77,7 @@ class MPCAgent:
         for value in self.state.values():
             value[index] = 0
         self.prev_action[index] = 0
+        self.explore_noise[index] = 0
         if self.plan_mean is not None and self.plan_std is not None:
             self.plan_mean[index] = self._neutral_plan(len(index))
             self.plan_std[index] = 1.0
@@ -100,7 +109,11 @@ class MPCAgent:
             return choice
         action = result.first_action()
         if explore and self.noise:
-            action = action + self.noise * self._normal(self.action_size)
+            fresh = self.noise * self._normal(self.action_size)
+            if self.correlation:
+                fresh = self.correlation * self.explore_noise + (1.0 - self.correlation ** 2) ** 0.5 * fresh
+                self.explore_noise = fresh
+            action = action + fresh
         action = action.clamp(-1.0, 1.0)
         self.prev_action = action
         return action.cpu().numpy().astype(np.float32)

@@ -73,7 +73,7 @@ def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, se
                            min_std=p.min_std, discrete=isinstance(env.action_space, gym.spaces.Discrete))
     return MPCAgent(model, env.action_space, len(env), settings, bits=cfg.data.image_bits,
                     noise=p.exploration_noise if noise is None else noise, warm_start=p.warm_start, seed=seed,
-                    precision=p.precision, discount=p.discount)
+                    precision=p.precision, discount=p.discount, correlation=p.exploration_correlation)
 
 
 # ------------------------------------------------------------------ the loop
@@ -228,6 +228,10 @@ class PlanetRun:
         np.random.seed(cfg.run.seed % 2**32)
         self.collect_env = make_batch_env(cfg.env, 1, seed=derive(cfg.run.seed, "envs", 1))
         space = self.collect_env.action_space
+        if cfg.planner.exploration_correlation and isinstance(space, gym.spaces.Discrete):
+            raise config_lib.ConfigError(
+                f"planner.exploration_correlation={cfg.planner.exploration_correlation} needs continuous actions; "
+                f"task {cfg.env.task!r} has discrete ones, so use 0")
         self.action_size = action_size(space)
         self._open_catalogs(self.action_size)
         self._seed_episodes(self.train_catalog, 0, need_chunk=True)
