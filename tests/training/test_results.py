@@ -1,6 +1,8 @@
 """Run records and the Table-1 README built from them."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -105,3 +107,12 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     assert ("unfinished at 3 of 7 updates: not the goal's measure"
             in _last_three(_fake("cheetah-run", five, total=7)))
     assert _last_three(_fake("cheetah-run", [])) == "-"
+
+
+def test_the_committed_cpu_table_is_what_its_records_and_notes_make(tmp_path, monkeypatch):
+    # The published table must not go stale: NOTES.md or a record edited without regenerating shows here.
+    committed = Path(__file__).resolve().parents[2] / "results" / "cpu"
+    shutil.copytree(committed, tmp_path / "results" / "cpu")
+    monkeypatch.chdir(tmp_path)
+    assert main(["results", "table", "--dir", "results/cpu"]) == 0
+    assert (tmp_path / "results" / "cpu" / "README.md").read_text() == (committed / "README.md").read_text()
