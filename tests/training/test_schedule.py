@@ -5,9 +5,9 @@ from planetrl.training.schedule import Phase, Schedule
 
 def walk(schedule):
     """Follow the schedule from scratch, counting as the loop would."""
-    updates = collected = tests = 0
+    updates = collected = tests = last_test = 0
     phases = []
-    while (phase := schedule.next_phase(updates, collected, tests)).name != "done":
+    while (phase := schedule.next_phase(updates, collected, last_test)).name != "done":
         phases.append(phase)
         if phase.name == "train":
             updates += phase.updates
@@ -15,6 +15,7 @@ def walk(schedule):
             collected += 1
         else:
             tests += 1
+            last_test = updates
     return phases, updates, collected, tests
 
 
@@ -39,6 +40,20 @@ def test_resume_after_a_lost_episode_collects_it_again():
     assert schedule.next_phase(30, 3, 0) == Phase("train", 10)
     # Killed mid-training: the checkpoint says 34 updates; train up to the next boundary.
     assert schedule.next_phase(34, 3, 0) == Phase("train", 6)
+
+
+def test_a_changed_test_interval_tests_at_its_multiples_from_the_last_recorded_test():
+    # Tested at 500, 1000 and 1500 with test_every=500, then test_every raised to 1000 in config.yaml:
+    # counting phases (3) would put the next test at 4000; the recorded ones put it at 2000.
+    schedule = Schedule(total_updates=7000, collect_every=100, test_every=1000)
+    assert schedule.next_phase(1900, 19, 1500) == Phase("train", 100)
+    assert schedule.next_phase(2000, 20, 1500) == Phase("test")
+    assert schedule.next_phase(2000, 20, 2000) == Phase("train", 100)
+    # Lowered to 250 after a test at 1000: the next multiple beyond it, not one per missed multiple.
+    lowered = Schedule(total_updates=7000, collect_every=100, test_every=250)
+    assert lowered.next_phase(1200, 12, 1000) == Phase("train", 100)
+    assert lowered.next_phase(1300, 13, 1000) == Phase("test")
+    assert lowered.next_phase(1300, 13, 1300) == Phase("train", 100)
 
 
 def test_bad_intervals_are_refused():

@@ -177,6 +177,10 @@ class PlanetRun:
         """Episodes collected by the agent: valid train episodes beyond the random seed ones."""
         return max(self.train_catalog.count() - self._seeded(), 0)
 
+    def _last_test(self) -> int:
+        """Updates at the last recorded test phase, 0 before the first."""
+        return max((int(t["updates"]) for t in read_tests(self.run_dir)), default=0)
+
     def _env_steps(self) -> int:
         """Environment steps of the valid train episodes: decisions x action repeat, as published tables count."""
         return self.train_catalog.decisions() * self.action_repeat
@@ -200,7 +204,7 @@ class PlanetRun:
         try:
             self._setup()
             while True:
-                phase = self.schedule.next_phase(self.updates, self._collected(), len(read_tests(self.run_dir)))
+                phase = self.schedule.next_phase(self.updates, self._collected(), self._last_test())
                 if phase.name == "done":
                     break
                 self.fence()

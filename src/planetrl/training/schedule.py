@@ -35,11 +35,17 @@ class Schedule:
             raise ValueError(f"collect_every and test_every must be at least 1, got "
                              f"{self.collect_every} and {self.test_every}")
 
-    def next_phase(self, updates: int, collected: int, tests: int) -> Phase:
-        """The next phase given updates done, episodes collected after the seed episodes, test phases done."""
+    def next_phase(self, updates: int, collected: int, last_test: int) -> Phase:
+        """The next phase given updates done, episodes collected after the seed episodes, and the updates at
+        the last recorded test phase (0 if none).
+
+        A test is due once a multiple of `test_every` lies beyond the last test, so the tests follow the
+        recorded ones, not their count: a run whose `test_every` was changed in its config.yaml tests at
+        the new multiples from where it stands.
+        """
         if collected < updates // self.collect_every:
             return Phase("collect")
-        if tests < updates // self.test_every:
+        if updates // self.test_every * self.test_every > last_test:
             return Phase("test")
         if updates >= self.total_updates:
             return Phase("done")
