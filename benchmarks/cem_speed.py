@@ -4,7 +4,7 @@ Modes: eager (fp32), bf16 (autocast), compiled (torch.compile of the rollout, fp
 compiled+bf16. `--agreement` also measures how far bf16 moves the chosen action,
 against how far a different seed moves it in fp32 (the planner's own noise).
 
-    python benchmarks/cem_speed.py [--envs 1,4] [--modes eager,bf16] [--repeats 5] [--agreement]
+    python benchmarks/cem_speed.py [--envs 1,4] [--modes eager,bf16] [--repeats 5] [--agreement] [--device cuda]
 """
 
 from __future__ import annotations
@@ -30,35 +30,38 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--candidates", type=int, default=1000)
     parser.add_argument("--agreement", action="store_true")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
+    device = torch.device(args.device)
     cfg = C.build("paper")
     torch.manual_seed(0)
-    model = build_world_model(cfg, 6).eval()
+    model = build_world_model(cfg, 6).to(device).eval()
     settings = CEMSettings(candidates=args.candidates)
     if args.agreement:
-        measure_agreement(model, settings)
+        measure_agreement(model, settings, device)
     eager_rollout = model.dynamics.imagine_features
     for mode in args.modes.split(","):
         model.dynamics.imagine_features = torch.compile(eager_rollout) if "compiled" in mode else eager_rollout
         for envs in map(int, args.envs.split(",")):
             state = {k: torch.randn_like(v) for k, v in model.initial(envs).items()}
             state["std"] = state["std"].abs()
-            generators = [torch.Generator().manual_seed(e) for e in range(envs)]
+            generators = [torch.Generator(device=device).manual_seed(e) for e in range(envs)]
             times = []
             for _ in range(args.repeats + 1):
                 start = time.perf_counter()
-                with torch.inference_mode(), autocast(torch.device("cpu"), "bf16" if "bf16" in mode else "fp32"):
-                    plan(model, state, 6, settings, generators)
+                with torch.inference_mode(), autocast(device, "bf16" if "bf16" in mode else "fp32"):
+                    result = plan(model, state, 6, settings, generators)
+                    result.first_action().cpu()  # waits for the GPU, as an agent's step does
                 times.append(time.perf_counter() - start)
             median = statistics.median(times[1:])
             print(json.dumps({"mode": mode, "envs": envs, "s_per_plan": round(median, 3),
                               "s_per_action_per_env": round(median / envs, 3),
                               "candidates": settings.candidates, "horizon": settings.horizon,
                               "iterations": settings.iterations, "threads": torch.get_num_threads(),
-                              "cpus": os.cpu_count()}), flush=True)
+                              "cpus": os.cpu_count(), "device": str(device)}), flush=True)
 
 
-def measure_agreement(model: torch.nn.Module, settings: CEMSettings, states: int = 20) -> None:
+def measure_agreement(model: torch.nn.Module, settings: CEMSettings, device: torch.device, states: int = 20) -> None:
     """Mean |a_bf16 - a_fp32| with equal seeds, against mean |a_fp32(seed) - a_fp32(other seed)|."""
     bf16_gap, seed_gap = [], []
     for index in range(states):
@@ -68,8 +71,8 @@ def measure_agreement(model: torch.nn.Module, settings: CEMSettings, states: int
         actions = {}
         for name, precision, seed in (("fp32", "fp32", 0), ("bf16", "bf16", 0), ("other", "fp32", 1)):
             torch.manual_seed(7)  # the model's own state sampling
-            with torch.inference_mode(), autocast(torch.device("cpu"), precision):
-                result = plan(model, state, 6, settings, [torch.Generator().manual_seed(seed)])
+            with torch.inference_mode(), autocast(device, precision):
+                result = plan(model, state, 6, settings, [torch.Generator(device=device).manual_seed(seed)])
             actions[name] = result.first_action().float()
         bf16_gap.append((actions["bf16"] - actions["fp32"]).abs().mean().item())
         seed_gap.append((actions["other"] - actions["fp32"]).abs().mean().item())

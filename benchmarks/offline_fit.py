@@ -8,12 +8,15 @@ of the ego car, the other cars and the crashed cars its reconstructions keep on 
 run's `test_episodes`; see traffic_recall.py).
 
     python benchmarks/offline_fit.py RUN_DIR [--updates 2000] [--every 250] [--set model.depth=32]
-        [--held-out 10]
+        [--held-out 10] [--device cuda]
+
+On a GPU (`--device cuda`) the updates run there and the recall checks on a CPU copy of the model.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import time
 from pathlib import Path
@@ -43,6 +46,7 @@ def main() -> None:
     parser.add_argument("--held-out", type=int, default=10, help="the latest this many test episodes")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
     cfg = C.load(args.run_dir / "config.yaml")
     cfg = C.build(None, args.overrides, base=cfg)
@@ -54,9 +58,10 @@ def main() -> None:
     replay = Replay(args.run_dir / "train_episodes", d.chunk_length, d.max_episodes, d.max_steps,
                     d.recent_fraction, d.recent_episodes, cross_episodes=d.cross_episodes)
     replay.refresh()
-    loader = Loader(replay, d.batch_size, d.image_bits, "cpu", prefetch=0, seed=args.seed)
+    device = torch.device(args.device)
+    loader = Loader(replay, d.batch_size, d.image_bits, device, prefetch=0, seed=args.seed)
     torch.manual_seed(args.seed)
-    updater = WorldModelUpdater(build_world_model(cfg, held_out[0]["action"].shape[-1]), cfg, torch.device("cpu"))
+    updater = WorldModelUpdater(build_world_model(cfg, held_out[0]["action"].shape[-1]), cfg, device)
     sums: dict[str, float] = {}
     start = time.perf_counter()
     for update, batch in enumerate(loader.take(args.updates), 1):
@@ -64,10 +69,13 @@ def main() -> None:
             sums[key] = sums.get(key, 0.0) + value
         if update % args.every == 0 or update == args.updates:
             line = {"run": str(args.run_dir), "overrides": args.overrides, "updates": update,
-                    "train_episodes": len(replay), "seconds": round(time.perf_counter() - start, 1)}
+                    "train_episodes": len(replay), "seconds": round(time.perf_counter() - start, 1),
+                    "device": str(device)}
             line.update({key: round(value / args.every, 3) for key, value in sums.items()})
             with torch.no_grad():
-                line.update(recall(updater.model, held_out, d.image_bits))
+                model = updater.model if device.type == "cpu" else copy.deepcopy(updater.model).cpu()
+                line.update(recall(model, held_out, d.image_bits))
+                updater.model.train()
             print(json.dumps(line), flush=True)
             sums = {}
 
