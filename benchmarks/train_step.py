@@ -1,4 +1,4 @@
-"""World-model training step time and FLOPs: fp32, bf16, bf16+channels_last, compiled.
+"""World-model training step time and FLOPs: fp32, bf16, bf16+channels_last, compiled (fp32 or bf16).
 
     python benchmarks/train_step.py [--batch 50] [--length 50] [--size 64] [--steps 4] [--modes ...] [--set k=v ...]
 """
@@ -24,6 +24,7 @@ MODES = {
     "bf16+channels_last": ["optim.precision=bf16", "optim.channels_last=true"],
     "fp32+channels_last": ["optim.precision=fp32", "optim.channels_last=true"],
     "bf16+channels_last+compile": ["optim.precision=bf16", "optim.channels_last=true", "optim.compile=true"],
+    "fp32+compile": ["optim.precision=fp32", "optim.channels_last=false", "optim.compile=true"],
 }
 
 
