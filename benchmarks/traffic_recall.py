@@ -5,7 +5,8 @@ The planner can only avoid a collision that its model represents. highway-env dr
 yellow, the other cars light blue and crashed cars red, on a gray road, so each pixel of a
 reconstruction can be read back as the nearest of those colors. Prints one JSON line per model: for
 the ego car, the other cars and crashed cars, the share of their true pixels that the reconstruction
-(from the posterior, the filter's view) gives the same color; with `--open-loop K`, also K steps after
+(from the posterior, the filter's view: its sample, or its mean where the run's `loss.decode_mean`
+trained the decoder on the mean) gives the same color; with `--open-loop K`, also K steps after
 the last posterior, with the actions taken.
 
     python benchmarks/traffic_recall.py RUN_DIR [--checkpoints 500,1000] [--which train_episodes]
@@ -58,28 +59,30 @@ def recall_counts(true_frames: np.ndarray, reconstructed: np.ndarray) -> dict[st
 
 
 @torch.no_grad()
-def reconstruct(model, episode: dict[str, np.ndarray], bits: int) -> np.ndarray:
-    """The episode's frames as the posterior reconstructs them, uint8 (T, H, W, 3)."""
+def reconstruct(model, episode: dict[str, np.ndarray], bits: int, mean: bool = False) -> np.ndarray:
+    """The episode's frames as the posterior (its sample, or with `mean` its mean) reconstructs them,
+    uint8 (T, H, W, 3)."""
     data = episode_tensors(episode, bits)
     posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
-    return to_uint8(model.decode(model.features(posterior))[0])
+    return to_uint8(model.decode(model.features(posterior, mean))[0])
 
 
-def save_figure(path: Path, model, episodes: list[dict[str, np.ndarray]], bits: int) -> None:
+def save_figure(path: Path, model, episodes: list[dict[str, np.ndarray]], bits: int, mean: bool = False) -> None:
     """Rows of (frame T-1, its reconstruction, last frame, its reconstruction), enlarged 2x."""
     from PIL import Image
 
     rows = []
     for episode in episodes[:3]:
-        rebuilt = reconstruct(model, episode, bits)
+        rebuilt = reconstruct(model, episode, bits, mean)
         rows.append(np.concatenate([episode["image"][-2], rebuilt[-2], episode["image"][-1], rebuilt[-1]], 1))
     grid = np.concatenate(rows, 0).repeat(2, 0).repeat(2, 1)
     Image.fromarray(grid).save(path)
 
 
 @torch.no_grad()
-def episode_counts(model, episode: dict[str, np.ndarray], bits: int, open_loop: int) -> dict[str, list[int]]:
-    rebuilt = reconstruct(model, episode, bits)
+def episode_counts(model, episode: dict[str, np.ndarray], bits: int, open_loop: int,
+                   mean: bool = False) -> dict[str, list[int]]:
+    rebuilt = reconstruct(model, episode, bits, mean)
     counts = {f"posterior_{k}": v for k, v in recall_counts(episode["image"], rebuilt).items()}
     length = len(episode["image"])
     if open_loop and length > open_loop + 1:
@@ -93,11 +96,12 @@ def episode_counts(model, episode: dict[str, np.ndarray], bits: int, open_loop: 
     return counts
 
 
-def recall_summary(model, episodes: list[dict[str, np.ndarray]], bits: int, open_loop: int) -> dict[str, Any]:
+def recall_summary(model, episodes: list[dict[str, np.ndarray]], bits: int, open_loop: int,
+                   mean: bool = False) -> dict[str, Any]:
     """Per view and car kind over all `episodes`: `{view}_{kind}_pixels` and the share kept, `..._recall`."""
     totals: dict[str, list[int]] = {}
     for episode in episodes:
-        for key, (true, kept) in episode_counts(model, episode, bits, open_loop).items():
+        for key, (true, kept) in episode_counts(model, episode, bits, open_loop, mean).items():
             total = totals.setdefault(key, [0, 0])
             total[0] += true
             total[1] += kept
@@ -127,11 +131,13 @@ def main() -> None:
     for checkpoint in checkpoints:
         torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
         cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
-        result = {"run": str(args.run_dir), "updates": updates, "which": args.which, "episodes": len(episodes)}
-        result.update(recall_summary(model, episodes, cfg.data.image_bits, args.open_loop))
+        mean = cfg.loss.decode_mean  # reconstruct as the image term was trained
+        result = {"run": str(args.run_dir), "updates": updates, "which": args.which, "episodes": len(episodes),
+                  "decode_mean": mean}
+        result.update(recall_summary(model, episodes, cfg.data.image_bits, args.open_loop, mean))
         print(json.dumps(result), flush=True)
         if args.figure and checkpoint == checkpoints[0]:
-            save_figure(args.figure, model, episodes, cfg.data.image_bits)
+            save_figure(args.figure, model, episodes, cfg.data.image_bits, mean)
 
 
 if __name__ == "__main__":

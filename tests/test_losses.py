@@ -185,3 +185,21 @@ def test_image_scale_weighs_the_image_term_alone():
     (loss1, metrics1), (loss3, metrics3) = losses[1.0], losses[3.0]
     assert torch.allclose(metrics1["image_nll"], metrics3["image_nll"])  # the metric stays the plain NLL
     assert torch.allclose(loss3 - loss1, 2.0 * metrics1["image_nll"], rtol=1e-5)
+
+
+def test_decode_mean_reconstructs_from_the_posterior_mean_and_the_default_from_its_sample():
+    batch = _batch(steps=5)
+    model = _small_model(seed=2)
+    nlls = {}
+    for decode_mean in (False, True):
+        torch.manual_seed(7)
+        _, metrics = world_model_loss(model, batch, LossWeights(decode_mean=decode_mean))
+        nlls[decode_mean] = metrics["image_nll"].item()
+    torch.manual_seed(7)
+    posterior, _ = model.observe(batch["image"], batch["action"], batch["is_first"])
+    for decode_mean, key in ((False, "stoch"), (True, "mean")):
+        features = torch.cat([posterior["deter"], posterior[key]], -1)
+        squared = (model.decode(features) - batch["image"]).pow(2).sum((2, 3, 4)).mean()
+        expected = 0.5 * squared.item() + 0.5 * np.log(2 * np.pi) * 64 * 64 * 3
+        assert np.isclose(nlls[decode_mean], expected, rtol=1e-6)
+    assert not np.isclose(nlls[False], nlls[True], rtol=1e-6)  # the sample is not its mean

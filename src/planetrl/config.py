@@ -112,6 +112,10 @@ class LossConfig:
     continuation_open_loop: int = option(0, "K > 0: the continuation head also learns from the prior's states "
                                             "imagined 1..K steps ahead with the actions taken, as the planner "
                                             "reads it; 0 = from the filtered (posterior) states only.", low=0)
+    decode_mean: bool = option(False, "Decode the image term from the posterior's mean instead of its sample "
+                                      "(PlaNet: false). The KL still prices the sample, and the reward and "
+                                      "continuation heads still read it; the driving check in BENCHMARKS.md "
+                                      "found a sampled code loses the other cars.")
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ class LossWeights:
     continuation_scale: float = 1.0  # weight of the continuation head's Bernoulli log-likelihood, when it exists
     terminal_reward: float = 0.0  # added to the reward target where is_terminal: a learned crash penalty
     continuation_open_loop: int = 0  # K > 0: the continuation head also learns from priors 1..K steps ahead
+    decode_mean: bool = False  # the image term decodes the posterior's mean, not its sample (not PlaNet)
 
 
 def mean_gaussian_nll(target: torch.Tensor, mean: torch.Tensor, dims: int) -> torch.Tensor:
@@ -146,7 +147,8 @@ def world_model_loss(model: WorldModel, batch: dict[str, torch.Tensor],
     images, actions, is_first = batch["image"], batch["action"], batch["is_first"]
     posterior, prior = model.observe(images, actions, is_first)
     features = model.features(posterior)
-    image_nll = mean_gaussian_nll(images, model.decode(features), dims=3)
+    decoded = model.features(posterior, mean=True) if weights.decode_mean else features
+    image_nll = mean_gaussian_nll(images, model.decode(decoded), dims=3)
     reward = batch["reward"]
     if weights.terminal_reward:
         reward = reward + weights.terminal_reward * batch["is_terminal"].to(reward.dtype)

@@ -121,9 +121,9 @@ class LatentDynamics(nn.Module):
         return {"deter": zeros(self.belief_size), "stoch": zeros(self.state_size),
                 "mean": zeros(self.state_size), "std": zeros(self.state_size)}
 
-    def features(self, state: State) -> torch.Tensor:
-        """Concatenated belief and sample."""
-        return torch.cat([state["deter"], state["stoch"]], -1)
+    def features(self, state: State, mean: bool = False) -> torch.Tensor:
+        """Concatenated belief and sample (with `mean`, the belief and the sample's mean)."""
+        return torch.cat([state["deter"], state["mean" if mean else "stoch"]], -1)
 
     def _gaussian(self, out: torch.Tensor, sample: bool, noise: torch.Tensor | None = None
                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -66,8 +66,9 @@ class WorldModel(nn.Module):
         parameter = next(self.parameters())
         return self.dynamics.initial(batch, parameter.device, parameter.dtype)
 
-    def features(self, state: State) -> torch.Tensor:
-        return self.dynamics.features(state)
+    def features(self, state: State, mean: bool = False) -> torch.Tensor:
+        """The heads' input: belief and stochastic sample (with `mean`, the sample's mean)."""
+        return self.dynamics.features(state, mean)
 
     def decode(self, features: torch.Tensor) -> torch.Tensor:
         """Image means for features (..., F)."""
