@@ -203,3 +203,23 @@ def test_decode_mean_reconstructs_from_the_posterior_mean_and_the_default_from_i
         expected = 0.5 * squared.item() + 0.5 * np.log(2 * np.pi) * 64 * 64 * 3
         assert np.isclose(nlls[decode_mean], expected, rtol=1e-6)
     assert not np.isclose(nlls[False], nlls[True], rtol=1e-6)  # the sample is not its mean
+
+
+def test_filter_mean_makes_the_posterior_its_mean_in_training_and_acting_on_both_loops():
+    batch = _batch(steps=5)
+    for init in ("tf", "torch"):  # tf runs the fused loop, torch the step-by-step one
+        torch.manual_seed(3)
+        model = WorldModel(2, 64, "rssm", belief_size=16, state_size=4, hidden_size=16, depth=4,
+                           reward_layers=1, reward_units=16, init=init, filter_mean=True)
+        sampled = WorldModel(2, 64, "rssm", belief_size=16, state_size=4, hidden_size=16, depth=4,
+                             reward_layers=1, reward_units=16, init=init)
+        sampled.load_state_dict(model.state_dict())
+        posterior, _ = model.observe(batch["image"], batch["action"], batch["is_first"])
+        assert torch.equal(posterior["stoch"], posterior["mean"])
+        posterior, _ = sampled.observe(batch["image"], batch["action"], batch["is_first"])
+        assert not torch.allclose(posterior["stoch"], posterior["mean"])
+        noise = torch.randn(3, 4)
+        state = model.filter_step(model.initial(3), batch["action"][:, 0], batch["image"][:, 0], noise)
+        assert torch.equal(state["stoch"], state["mean"])
+        state = sampled.filter_step(sampled.initial(3), batch["action"][:, 0], batch["image"][:, 0], noise)
+        assert torch.allclose(state["stoch"], state["mean"] + state["std"] * noise)

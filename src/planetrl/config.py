@@ -85,6 +85,10 @@ class ModelConfig:
     continuation: bool = option(PAPER["model.continuation"],
                                 "Learn p(episode continues) from is_terminal and plan with it (not in "
                                        "PlaNet; on in the driving presets, where crashes end episodes).")
+    filter_mean: bool = option(False, "Filter with the posterior's mean instead of a sample of it, in "
+                                      "training and when acting (PlaNet: false), so neither the belief nor "
+                                      "the decoder sees the sample's noise; the KL still trains the prior "
+                                      "and the planner still samples it. A driving probe (BENCHMARKS.md).")
     init: str = option(PAPER["model.init"],
                        "Weight initialization: tf (the original code: Glorot-uniform, zero bias, TF's GRU "
                              "block cell) or torch (PyTorch defaults and nn.GRUCell).", choices=("tf", "torch"))

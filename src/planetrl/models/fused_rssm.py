@@ -88,7 +88,7 @@ class _Cell:
 
 
 def observe(dynamics: torch.nn.Module, embeds: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
-            state: State | None) -> tuple[State, State]:
+            state: State | None, sample: bool = True) -> tuple[State, State]:
     """`LatentDynamics.observe` for the RSSM with the block GRU; float32 (B, T, ...) outputs."""
     with _no_autocast(embeds.device):
         batch, steps = embeds.shape[:2]
@@ -109,7 +109,7 @@ def observe(dynamics: torch.nn.Module, embeds: torch.Tensor, actions: torch.Tens
                                                         action_parts[:, t])
             prior = cell.gaussian(prior_hidden, cell.prior_out, sample=True)
             hidden = torch.addmm(embed_parts[:, t], deter, deter_post).relu_()
-            post = cell.gaussian(hidden, cell.posterior_out, sample=True)
+            post = cell.gaussian(hidden, cell.posterior_out, sample=sample)
             stoch = post[0]
             priors.append((deter, *prior))
             posts.append((deter, *post))

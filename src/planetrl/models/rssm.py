@@ -161,14 +161,16 @@ class LatentDynamics(nn.Module):
         return {**prior, "stoch": stoch, "mean": mean, "std": std}
 
     def observe(self, embeds: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
-                state: State | None = None) -> tuple[State, State]:
+                state: State | None = None, sample: bool = True) -> tuple[State, State]:
         """Filter a (B, T) sequence; returns posterior and prior sequences of (B, T, ...) tensors.
+
+        Without `sample` the posterior's mean is its state (the prior's sample is never read here).
 
         Where `is_first[:, t]` is true the state is reset to the initial state,
         so chunks that start an episode begin from the same zeros as the agent.
         """
         if self.fused:
-            return fused_rssm.observe(self, embeds, actions, is_first, state)
+            return fused_rssm.observe(self, embeds, actions, is_first, state, sample)
         batch, steps = embeds.shape[:2]
         state = state or self.initial(batch, embeds.device, embeds.dtype)
         keep_all = (~is_first).to(embeds.dtype)[..., None]
@@ -177,7 +179,7 @@ class LatentDynamics(nn.Module):
             keep = keep_all[:, t]
             state = {k: v * keep for k, v in state.items()}
             prior = self.prior_step(state, actions[:, t] * keep)
-            state = self.posterior_step(prior, embeds[:, t])
+            state = self.posterior_step(prior, embeds[:, t], sample)
             posts.append(state)
             priors.append(prior)
         return _stack(posts), _stack(priors)

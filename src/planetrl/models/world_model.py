@@ -24,7 +24,7 @@ class WorldModel(nn.Module):
     def __init__(self, action_size: int, image_size: int = 64, variant: Variant = "rssm",
                  belief_size: int = 200, state_size: int = 30, hidden_size: int = 200, min_std: float = 0.1,
                  depth: int = 32, reward_layers: int = 2, reward_units: int = 200, init: str = "tf",
-                 continuation: bool = False) -> None:
+                 continuation: bool = False, filter_mean: bool = False) -> None:
         super().__init__()
         self.encoder = ConvEncoder(image_size, depth)
         self.dynamics = LatentDynamics(action_size, self.encoder.embed_size, variant, belief_size, state_size,
@@ -39,12 +39,13 @@ class WorldModel(nn.Module):
                     init_like_tf(part)
         self.action_size = action_size
         self.image_size = image_size
+        self.filter_mean = filter_mean  # the posterior's mean stands in for its sample (not PlaNet)
 
     def observe(self, images: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
                 state: State | None = None) -> tuple[State, State]:
         """Posterior and prior sequences for (B, T, H, W, 3) preprocessed images."""
         embeds = self.encoder(images)
-        return self.dynamics.observe(embeds, actions, is_first, state)
+        return self.dynamics.observe(embeds, actions, is_first, state, sample=not self.filter_mean)
 
     def filter_step(self, state: State, action: torch.Tensor, image: torch.Tensor,
                     noise: torch.Tensor | None = None) -> State:
@@ -54,7 +55,7 @@ class WorldModel(nn.Module):
         global RNG's); the prior's sample would be overwritten by it, so it is not drawn.
         """
         prior = self.dynamics.prior_step(state, action, sample=False)
-        return self.dynamics.posterior_step(prior, self.encoder(image), noise=noise)
+        return self.dynamics.posterior_step(prior, self.encoder(image), sample=not self.filter_mean, noise=noise)
 
     @property
     def noise_size(self) -> int:

@@ -25,7 +25,8 @@ def build_world_model(cfg: Config, action_size: int) -> WorldModel:
     """The world model the config describes."""
     m = cfg.model
     return WorldModel(action_size, cfg.env.image_size, m.variant, m.belief_size, m.state_size, m.hidden_size,
-                      m.min_std, m.depth, m.reward_layers, m.reward_units, m.init, m.continuation)
+                      m.min_std, m.depth, m.reward_layers, m.reward_units, m.init, m.continuation,
+                      m.filter_mean)
 
 
 class WorldModelUpdater:
