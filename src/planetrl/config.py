@@ -87,8 +87,9 @@ class ModelConfig:
                                        "PlaNet; on in the driving presets, where crashes end episodes).")
     filter_mean: bool = option(False, "Filter with the posterior's mean instead of a sample of it, in "
                                       "training and when acting (PlaNet: false), so neither the belief nor "
-                                      "the decoder sees the sample's noise; the KL still trains the prior "
-                                      "and the planner still samples it. A driving probe (BENCHMARKS.md).")
+                                      "the decoder sees the sample's noise; the KL still trains the prior, "
+                                      "and the planner imagines with the prior's mean. A driving probe "
+                                      "(BENCHMARKS.md).")
     init: str = option(PAPER["model.init"],
                        "Weight initialization: tf (the original code: Glorot-uniform, zero bias, TF's GRU "
                              "block cell) or torch (PyTorch defaults and nn.GRUCell).", choices=("tf", "torch"))

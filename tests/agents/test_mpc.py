@@ -118,3 +118,27 @@ def test_correlated_exploration_needs_continuous_actions():
     model = WorldModel(3, 64, "deterministic", belief_size=8, hidden_size=8, depth=4)
     with pytest.raises(ValueError, match="needs continuous actions"):
         MPCAgent(model, gym.spaces.Discrete(3), 2, dataclasses.replace(SETTINGS, discrete=True), correlation=0.5)
+
+
+def test_a_mean_filtering_model_is_planned_with_the_prior_mean_and_others_with_samples():
+    from planetrl.agents.mpc import _Discounted
+
+    torch.manual_seed(0)
+    model = WorldModel(2, 64, "rssm", belief_size=8, state_size=4, hidden_size=8, depth=4, filter_mean=True)
+    state = {k: v + 0.1 for k, v in model.initial(2).items()}
+    actions = torch.rand(2, 5, 2) * 2 - 1
+    objective = _Discounted(model, 1.0)
+    assert objective.noise_size == 0  # the planner draws no prior noise for it
+    torch.manual_seed(1)
+    first = objective.imagine(state, actions)
+    torch.manual_seed(2)
+    torch.testing.assert_close(objective.imagine(state, actions), first)  # no draw: the global RNG changes nothing
+    means = model.reward(model.dynamics.imagine_features(state, actions, sample=False))
+    torch.testing.assert_close(first, means)
+    model.filter_mean = False
+    sampled = _Discounted(model, 1.0)
+    assert sampled.noise_size == 4
+    noise = torch.randn(2, 5, 4)
+    torch.testing.assert_close(sampled.imagine(state, actions, noise),
+                               model.reward(model.dynamics.imagine_features(state, actions, True, noise)))
+    assert not torch.allclose(sampled.imagine(state, actions, noise), first)

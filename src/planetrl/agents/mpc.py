@@ -18,14 +18,18 @@ from planetrl.seeds import derive
 
 
 class _Discounted:
-    """The planner's view of the world model: expected rewards under its continuation, discounted."""
+    """The planner's view of the world model: expected rewards under its continuation, discounted.
+
+    A model that filters with the posterior's mean (`model.filter_mean`) is imagined with the prior's
+    mean, the input its belief was trained on; others with prior samples, as in PlaNet."""
 
     def __init__(self, model: WorldModel, discount: float) -> None:
         self.model, self.discount = model, discount
-        self.noise_size = model.noise_size
+        self.sample = not model.filter_mean
+        self.noise_size = model.noise_size if self.sample else 0
 
     def imagine(self, state: State, actions: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
-        return self.model.imagine(state, actions, self.discount, noise)
+        return self.model.imagine(state, actions, self.discount, noise, self.sample)
 
 
 class MPCAgent:

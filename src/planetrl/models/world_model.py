@@ -99,14 +99,15 @@ class WorldModel(nn.Module):
         return self.continue_head(features).squeeze(-1)
 
     def imagine(self, state: State, actions: torch.Tensor, discount: float = 1.0,
-                noise: torch.Tensor | None = None) -> torch.Tensor:
+                noise: torch.Tensor | None = None, sample: bool = True) -> torch.Tensor:
         """Expected rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state.
 
         Without a continuation head they are the predicted rewards (times discount^t); with one, each is
         also weighted by the predicted probability that the episode is still running when it arrives.
-        `noise` (B, H, noise_size) is the prior samples' standard-normal draws (else the global RNG's).
+        `noise` (B, H, noise_size) is the prior samples' standard-normal draws (else the global RNG's);
+        without `sample` the prior's mean is its state.
         """
-        features = self.dynamics.imagine_features(state, actions, noise=noise)
+        features = self.dynamics.imagine_features(state, actions, sample, noise)
         rewards = self.reward(features)
         continues = torch.sigmoid(self.continue_logits(features).float()) if self.continue_head is not None else None
         return expected_rewards(rewards, continues, discount)
