@@ -1,0 +1,65 @@
+"""How much of a cheetah-run run's episodes the cheetah spent on its back.
+
+A cheetah that flips over can still move forward on its back, and some runs settle there: a local
+optimum that pays about half of running upright. Each stored episode keeps dm_control's observation,
+flattened in its order; the root's pitch (`position[1]`, radians) tells upright (cos > 0) from
+flipped. Prints one JSON line per group: the test phases (the seed episodes, then `--per-phase` per
+phase, in time order) or the training episodes in groups of `--group`, each with the share of decisions
+flipped and the return, per episode.
+
+    python benchmarks/cheetah_flips.py RUN_DIR [--which test_episodes] [--per-phase 5] [--group 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from planetrl.data.episodes import list_episodes, try_read_episode
+
+
+def pitch_column() -> int:
+    """The root pitch's index in cheetah-run's flattened state (position without rootx: rootz, rooty, ...)."""
+    from dm_control import suite
+
+    spec = suite.load("cheetah", "run").observation_spec()
+    if next(iter(spec)) != "position":
+        raise RuntimeError(f"cheetah-run's observation does not start with 'position': {list(spec)}")
+    return 1
+
+
+def flipped_share(episode: dict[str, np.ndarray], column: int) -> float:
+    """The share of an episode's states in which the cheetah is on its back."""
+    return float(np.mean(np.cos(np.asarray(episode["state"])[:, column]) < 0))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--which", default="test_episodes", choices=("train_episodes", "test_episodes"))
+    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
+    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
+    parser.add_argument("--group", type=int, default=10, help="training episodes per line")
+    args = parser.parse_args()
+    paths = list_episodes(args.run_dir / args.which)
+    episodes = [e for e in map(try_read_episode, paths) if e is not None]
+    if not episodes:
+        raise SystemExit(f"no readable episodes in {args.run_dir / args.which}")
+    column = pitch_column()
+    size = args.per_phase if args.which == "test_episodes" else args.group
+    groups = [("seed", episodes[:args.seed_episodes])]
+    rest = episodes[args.seed_episodes:]
+    groups += [(str(i // size + 1), rest[i:i + size]) for i in range(0, len(rest), size)]
+    for name, group in groups:
+        shares = [round(flipped_share(e, column), 2) for e in group]
+        print(json.dumps({"run": str(args.run_dir), "which": args.which,
+                          ("phase" if args.which == "test_episodes" else "group"): name,
+                          "flipped": shares, "mean_flipped": round(float(np.mean(shares)), 2),
+                          "returns": [round(float(np.sum(e["reward"])), 1) for e in group]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
