@@ -36,6 +36,7 @@ from torch.nn import functional as F
 from planetrl import config as C
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.data.loader import preprocess_image
+from planetrl.losses import gaussian_kl
 from planetrl.models.networks import ConvDecoder, ConvEncoder
 from traffic_recall import CARS, recall_counts, to_uint8
 
@@ -68,7 +69,7 @@ class Autoencoder(nn.Module):
             return code, torch.zeros(code.shape[0])
         mean, raw_std = code.chunk(2, -1)
         std = F.softplus(raw_std) + self.min_std
-        kl = (0.5 * (mean.pow(2) + std.pow(2) - 1) - std.log()).sum(-1)
+        kl = gaussian_kl({"mean": mean, "std": std}, {"mean": torch.zeros_like(mean), "std": torch.ones_like(std)})
         return (mean + std * torch.randn_like(std) if self.training else mean), kl
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:

@@ -1,11 +1,11 @@
 """How much of a cheetah-run run's episodes the cheetah spent on its back.
 
 A cheetah that flips over can still move forward on its back, and some runs settle there: a local
-optimum that pays about half of running upright. Each stored episode keeps dm_control's observation,
-flattened in its order; the root's pitch (`position[1]`, radians) tells upright (cos > 0) from
-flipped. Prints one JSON line per group: the test phases (the seed episodes, then `--per-phase` per
-phase, in time order) or the training episodes in groups of `--group`, each with the share of decisions
-flipped and the return, per episode.
+optimum that paid about three fifths of running upright in the run measured (results/cpu/NOTES.md).
+Each stored episode keeps dm_control's observation, flattened in its order; the root's pitch
+(`position[1]`, radians) tells upright (cos > 0) from flipped. Prints one JSON line per group: the test
+phases (the seed episodes, then `--per-phase` per phase, in time order) or the training episodes in
+groups of `--group`, each with the share of decisions flipped and the return, per episode.
 
     python benchmarks/cheetah_flips.py RUN_DIR [--which test_episodes] [--per-phase 5] [--group 10]
 """

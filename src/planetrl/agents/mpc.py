@@ -26,7 +26,7 @@ class _Discounted:
     def __init__(self, model: WorldModel, discount: float) -> None:
         self.model, self.discount = model, discount
         self.sample = not model.filter_mean
-        self.noise_size = model.noise_size if self.sample else 0
+        self.noise_size = model.noise_size
 
     def imagine(self, state: State, actions: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
         return self.model.imagine(state, actions, self.discount, noise, self.sample)

@@ -59,8 +59,9 @@ class WorldModel(nn.Module):
 
     @property
     def noise_size(self) -> int:
-        """Standard-normal draws per state sample (0 for the deterministic variant)."""
-        return self.dynamics.state_size
+        """Standard-normal draws per state sample: 0 for the deterministic variant, and for a model that
+        filters and imagines with means (`filter_mean`), which draws none."""
+        return 0 if self.filter_mean else self.dynamics.state_size
 
     def initial(self, batch: int) -> State:
         """Zero state on the model's device."""
