@@ -162,6 +162,9 @@ class PlannerConfig:
                             choices=("auto", "fp32", "bf16"))
     discount: float = option(PAPER["planner.discount"],
                              "Discount of imagined rewards (1 = PlaNet's plain sum).", low=0.0, high=1.0)
+    tail: bool = option(False, "Add the return past the horizon, as if the last imagined step (its reward and "
+                        "continuation) repeated forever, discounted; needs planner.discount < 1. Prices "
+                        "staying alive beyond the horizon, which a continuation head alone cannot.")
 
 
 @dataclass(frozen=True)
@@ -316,6 +319,9 @@ def _check_together(cfg: AnyConfig) -> None:
     if isinstance(cfg, Config) and cfg.planner.elites > cfg.planner.candidates:
         raise ConfigError(f"planner.elites ({cfg.planner.elites}) must be at most planner.candidates "
                           f"({cfg.planner.candidates}); set both, e.g. --set planner.elites=30")
+    if isinstance(cfg, Config) and cfg.planner.tail and not cfg.planner.discount < 1.0:
+        raise ConfigError(f"planner.tail sums the return past the horizon, which needs planner.discount below 1 "
+                          f"(it is {cfg.planner.discount}); add e.g. --set planner.discount=0.99")
     if isinstance(cfg, Config) and cfg.loss.continuation_open_loop and not cfg.model.continuation:
         raise ConfigError(f"loss.continuation_open_loop ({cfg.loss.continuation_open_loop}) trains the continuation "
                           "head, which is off; add --set model.continuation=true or leave it at 0")

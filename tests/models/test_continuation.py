@@ -30,6 +30,52 @@ def test_expected_rewards_by_hand():
     torch.testing.assert_close(expected_rewards(rewards, None, 1.0), rewards)  # PlaNet: the plain sum
 
 
+def test_the_tail_past_the_horizon_by_hand():
+    rewards = torch.tensor([[1.0, 2.0, 3.0]])
+    continues = torch.tensor([[0.5, 0.8, 0.9]])
+    # The last step's weighted reward, 3 x 0.9^2 x 0.5 x 0.8, then again every step after it, each
+    # time times 0.9 x 0.9 (discount x the last step's continuation): a geometric series.
+    last = 3.0 * 0.81 * 0.5 * 0.8
+    expected = [1.0, 2.0 * 0.9 * 0.5, last / (1.0 - 0.9 * 0.9)]
+    torch.testing.assert_close(expected_rewards(rewards, continues, 0.9, tail=True), torch.tensor([expected]))
+    no_head = expected_rewards(rewards, None, 0.5, tail=True)
+    torch.testing.assert_close(no_head, torch.tensor([[1.0, 1.0, 3.0 * 0.25 / 0.5]]))
+    with pytest.raises(ValueError, match="discount below 1"):
+        expected_rewards(rewards, continues, 1.0, tail=True)
+
+
+class _HazardModel:
+    """A stand-in model: action > 0 pays 1.6 a step and ends the episode with probability 0.2 each step;
+    action <= 0 pays 1 and never ends. The best plan is to stay safe; only the horizon hides that."""
+
+    filter_mean, noise_size = False, 0
+
+    @staticmethod
+    def imagine(state, actions, discount, noise=None, sample=True, tail=False):
+        fast = (actions[..., 0] > 0).float()
+        return expected_rewards(1.0 + 0.6 * fast, 1.0 - 0.2 * fast, discount, tail)
+
+
+@pytest.mark.parametrize("tail", [False, True])
+def test_the_tail_makes_the_planner_price_staying_alive_past_the_horizon(tail):
+    # Horizon 3 without the tail: always fast, 1.6 (1 + 0.8 x 0.9 + 0.64 x 0.81) = 3.58, beats every other
+    # plan (always safe 2.71, safe then fast 3.48). With it, always safe is worth 1 / (1 - 0.9) = 10 and
+    # always fast 1.6 (1 + 0.72 + 0.518 / (1 - 0.72)) = 5.71.
+    settings = CEMSettings(horizon=3, iterations=6, candidates=200, elites=20)
+    result = plan(_Discounted(_HazardModel(), 0.9, tail), {"stoch": torch.zeros(1, 1)}, 1, settings,
+                  [torch.Generator().manual_seed(0)])
+    first = float(result.first_action()[0, 0])
+    assert (first < 0) if tail else (first > 0)
+
+
+def test_the_tail_needs_a_discount_below_one():
+    with pytest.raises(C.ConfigError, match=r"planner\.discount"):
+        C.build("cpu128", ["planner.tail=true"])
+    assert C.build("cpu128", ["planner.tail=true", "planner.discount=0.99"]).planner.tail
+    with pytest.raises(ValueError, match="discount below 1"):
+        _Discounted(_HazardModel(), 1.0, tail=True)
+
+
 def test_the_head_loss_leaves_out_time_limit_ends_and_learns_true_ones():
     logits = torch.zeros(1, 4, requires_grad=True)
     is_last = torch.tensor([[False, False, False, True]])

@@ -21,15 +21,18 @@ class _Discounted:
     """The planner's view of the world model: expected rewards under its continuation, discounted.
 
     A model that filters with the posterior's mean (`model.filter_mean`) is imagined with the prior's
-    mean, the input its belief was trained on; others with prior samples, as in PlaNet."""
+    mean, the input its belief was trained on; others with prior samples, as in PlaNet. `tail` adds the
+    value past the horizon (`world_model.expected_rewards`)."""
 
-    def __init__(self, model: WorldModel, discount: float) -> None:
-        self.model, self.discount = model, discount
+    def __init__(self, model: WorldModel, discount: float, tail: bool = False) -> None:
+        if tail and not discount < 1.0:
+            raise ValueError(f"the tail past the horizon needs a discount below 1, got {discount!r}")
+        self.model, self.discount, self.tail = model, discount, tail
         self.sample = not model.filter_mean
         self.noise_size = model.noise_size
 
     def imagine(self, state: State, actions: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
-        return self.model.imagine(state, actions, self.discount, noise, self.sample)
+        return self.model.imagine(state, actions, self.discount, noise, self.sample, self.tail)
 
 
 class MPCAgent:
@@ -42,9 +45,10 @@ class MPCAgent:
 
     def __init__(self, model: WorldModel, action_space: gym.Space, num_envs: int, settings: CEMSettings,
                  bits: int = 5, noise: float = 0.3, warm_start: bool = False, seed: int = 0,
-                 precision: str = "fp32", discount: float = 1.0, correlation: float = 0.0) -> None:
+                 precision: str = "fp32", discount: float = 1.0, correlation: float = 0.0,
+                 tail: bool = False) -> None:
         self.model = model
-        self.objective = _Discounted(model, discount)
+        self.objective = _Discounted(model, discount, tail)
         self.discrete = isinstance(action_space, gym.spaces.Discrete)
         self.action_size = action_size(action_space)
         if settings.discrete != self.discrete:

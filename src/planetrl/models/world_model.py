@@ -100,31 +100,42 @@ class WorldModel(nn.Module):
         return self.continue_head(features).squeeze(-1)
 
     def imagine(self, state: State, actions: torch.Tensor, discount: float = 1.0,
-                noise: torch.Tensor | None = None, sample: bool = True) -> torch.Tensor:
+                noise: torch.Tensor | None = None, sample: bool = True, tail: bool = False) -> torch.Tensor:
         """Expected rewards (B, H) of open-loop (B, H, A) actions from a (B, ...) state.
 
         Without a continuation head they are the predicted rewards (times discount^t); with one, each is
         also weighted by the predicted probability that the episode is still running when it arrives.
         `noise` (B, H, noise_size) is the prior samples' standard-normal draws (else the global RNG's);
-        without `sample` the prior's mean is its state.
+        without `sample` the prior's mean is its state. `tail`: see `expected_rewards`.
         """
         features = self.dynamics.imagine_features(state, actions, sample, noise)
         rewards = self.reward(features)
         continues = torch.sigmoid(self.continue_logits(features).float()) if self.continue_head is not None else None
-        return expected_rewards(rewards, continues, discount)
+        return expected_rewards(rewards, continues, discount, tail)
 
 
-def expected_rewards(rewards: torch.Tensor, continues: torch.Tensor | None, discount: float = 1.0) -> torch.Tensor:
+def expected_rewards(rewards: torch.Tensor, continues: torch.Tensor | None, discount: float = 1.0,
+                     tail: bool = False) -> torch.Tensor:
     """r_t * discount^t * prod_{k<t} c_k for (B, H) rewards and continuation probabilities.
 
     The first imagined reward always counts in full (the episode runs while the agent acts); the reward
     of a step that ends the episode counts, and the rewards after it are weighted by c of that step.
+
+    `tail` adds to the last step what the episode would pay past the horizon if its last imagined step
+    repeated forever: r_H w_H x g / (1 - g) with g = discount x c_H (c_H = 1 without a head), so that a
+    plan that ends the horizon likelier to go on is worth more than the horizon's own steps say.
+    Needs discount < 1.
     """
     horizon = rewards.shape[-1]
     weights = discount ** torch.arange(horizon, device=rewards.device, dtype=torch.float32)
     if continues is not None:
         running = torch.cumprod(continues.float(), -1)
         weights = weights * torch.cat([torch.ones_like(running[..., :1]), running[..., :-1]], -1)
+    if tail:
+        if not discount < 1.0:
+            raise ValueError(f"the tail past the horizon needs a discount below 1, got {discount!r}")
+        ratio = discount * (continues[..., -1].float() if continues is not None else torch.ones_like(weights[..., -1]))
+        weights = torch.cat([weights[..., :-1], (weights[..., -1] / (1.0 - ratio)).unsqueeze(-1)], -1)
     return rewards * weights.to(rewards.dtype)
 
 

@@ -73,7 +73,8 @@ def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, se
                            min_std=p.min_std, discrete=isinstance(env.action_space, gym.spaces.Discrete))
     return MPCAgent(model, env.action_space, len(env), settings, bits=cfg.data.image_bits,
                     noise=p.exploration_noise if noise is None else noise, warm_start=p.warm_start, seed=seed,
-                    precision=p.precision, discount=p.discount, correlation=p.exploration_correlation)
+                    precision=p.precision, discount=p.discount, correlation=p.exploration_correlation,
+                    tail=p.tail)
 
 
 # ------------------------------------------------------------------ the loop
