@@ -36,13 +36,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     "carla128": {
         "env.task": "highway", "env.image_size": 128, "data.batch_size": 40, "data.chunk_length": 50,
         "data.max_episodes": 100, "data.cross_episodes": True, "model.continuation": True,
+        "planner.tail": True, "planner.discount": 0.99,
     },
     "cpu128": {
         "env.task": "highway", "env.image_size": 128, "env.processes": 1, "model.continuation": True,
         "data.batch_size": 8, "data.cross_episodes": True, "data.prefetch": 0,
         "data.chunk_length": 24, "data.max_episodes": 100, "model.depth": 16, "optim.precision": "auto",
         "planner.precision": "auto", "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
-        "planner.horizon": 24,
+        "planner.horizon": 24, "planner.tail": True, "planner.discount": 0.99,
         "train.collect_every": 50, "train.total_updates": 6000, "train.test_every": 500,
         "train.test_episodes": 5, "train.keep_models": True, "train.log_every": 25, "run.device": "cpu",
     },

@@ -70,8 +70,10 @@ def test_the_tail_makes_the_planner_price_staying_alive_past_the_horizon(tail):
 
 def test_the_tail_needs_a_discount_below_one():
     with pytest.raises(C.ConfigError, match=r"planner\.discount"):
-        C.build("cpu128", ["planner.tail=true"])
-    assert C.build("cpu128", ["planner.tail=true", "planner.discount=0.99"]).planner.tail
+        C.build("paper", ["planner.tail=true"])
+    with pytest.raises(C.ConfigError, match=r"planner\.discount"):
+        C.build("cpu128", ["planner.discount=1.0"])
+    assert C.build("paper", ["planner.tail=true", "planner.discount=0.99"]).planner.tail
     with pytest.raises(ValueError, match="discount below 1"):
         _Discounted(_HazardModel(), 1.0, tail=True)
 
@@ -145,6 +147,8 @@ def test_with_the_head_the_planner_avoids_the_cliff_and_without_it_jumps(tmp_pat
 def test_the_head_is_off_in_the_paper_preset_and_on_in_the_driving_presets():
     assert C.build("paper").model.continuation is False and C.build("paper").planner.discount == 1.0
     assert C.build("cpu128").model.continuation and C.build("carla128").model.continuation
+    assert not C.build("paper").planner.tail
+    assert C.build("cpu128").planner.tail and C.build("carla128").planner.tail
     assert build_world_model(C.build("cpu128"), 2).continue_head is not None
     assert build_world_model(C.build("cpu"), 2).continue_head is None
 
