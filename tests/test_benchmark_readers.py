@@ -24,3 +24,24 @@ def test_cheetah_flips_reads_the_root_pitch_from_the_flattened_state():
     states = np.array(states)
     np.testing.assert_allclose(states[:, pitch_column()], [0.0, 0.5, np.pi, -2.0])
     assert flipped_share({"state": states}, pitch_column()) == 0.5  # pi and -2 rad are on its back
+
+
+def _highway_episode(lateral_end: float, terminal: bool) -> dict:
+    steps = 4
+    state = np.zeros((steps, 5, 5), np.float32)
+    state[:, 0, 3] = [0.1, 0.2, 0.3, 0.4]  # the ego car's speed after each step
+    state[:, 0, 2] = 0.25
+    state[-1, 0, 2] = lateral_end
+    return {"state": state.reshape(steps, 25), "reward": np.array([0.0, 0.7, 0.8, 0.9], np.float32),
+            "is_terminal": np.arange(steps) == steps - 1 if terminal else np.zeros(steps, bool)}
+
+
+def test_highway_hazard_counts_a_collision_at_the_speed_of_the_decision_that_caused_it():
+    from highway_hazard import decisions
+
+    speed, crash, reward = decisions(_highway_episode(0.25, terminal=True))
+    np.testing.assert_allclose(speed, [0.1, 0.2, 0.3])  # decision t is taken in state t-1
+    np.testing.assert_array_equal(crash, [0, 0, 1])
+    np.testing.assert_allclose(reward, [0.7, 0.8, 0.9])
+    assert decisions(_highway_episode(0.95, terminal=True))[1].sum() == 0  # off the road: not a collision
+    assert decisions(_highway_episode(0.25, terminal=False))[1].sum() == 0  # the time limit
