@@ -14,11 +14,11 @@ import json
 from pathlib import Path
 
 from planetrl.data.episodes import list_episodes, try_read_episode
-from world_model_check import highway_ending
+from world_model_check import ego_kinematics, highway_ending
 
 
 def describe(episode: dict) -> dict:
-    ego = episode["state"].reshape(len(episode["state"]), 5, 5)[:, 0]
+    ego = ego_kinematics(episode)
     action = episode["action"][1:]
     return {"length": len(action), "return": round(float(episode["reward"][1:].sum()), 1),
             "throttle": round(float(action[:, 0].mean()), 2), "steering": round(float(action[:, 1].mean()), 2),

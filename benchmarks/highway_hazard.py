@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from planetrl.data.episodes import list_episodes, try_read_episode
-from world_model_check import highway_ending
+from world_model_check import ego_kinematics, highway_ending
 
 
 def decisions(episode: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per decision: the speed it was taken at, whether it ended the drive in a collision, its reward."""
-    speed = episode["state"].reshape(len(episode["state"]), 5, 5)[:-1, 0, 3]
+    speed = ego_kinematics(episode)[:-1, 3]
     crash = np.zeros(len(speed))
     if highway_ending(episode) == "collision":
         crash[-1] = 1.0

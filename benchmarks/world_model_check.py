@@ -34,11 +34,16 @@ from planetrl.training.planet import load_trained
 ENDINGS = ("any", "collision", "offroad", "limit")
 
 
+def ego_kinematics(episode: dict[str, np.ndarray]) -> np.ndarray:
+    """The ego car's row of each step's 5 x 5 highway kinematics: (T, 5) of presence, x, y, vx, vy."""
+    return episode["state"].reshape(len(episode["state"]), 5, 5)[:, 0]
+
+
 def highway_ending(episode: dict[str, np.ndarray]) -> str:
     """How a highway episode ended: `limit` (no terminal step), `collision` or `offroad`."""
     if not episode["is_terminal"][-1]:
         return "limit"
-    lateral = float(episode["state"][-1].reshape(5, 5)[0, 2])
+    lateral = float(ego_kinematics(episode)[-1, 2])
     return "offroad" if lateral < -0.125 or lateral > 0.875 else "collision"
 
 

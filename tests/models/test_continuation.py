@@ -75,7 +75,7 @@ def test_the_tail_needs_a_discount_below_one():
         C.build("cpu128", ["planner.discount=1.0"])
     assert C.build("paper", ["planner.tail=true", "planner.discount=0.99"]).planner.tail
     with pytest.raises(ValueError, match="discount below 1"):
-        _Discounted(_HazardModel(), 1.0, tail=True)
+        _Discounted(_HazardModel(), 1.0, tail=True).imagine({}, torch.ones(1, 3, 1))
 
 
 def test_the_head_loss_leaves_out_time_limit_ends_and_learns_true_ones():

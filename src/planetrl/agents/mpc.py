@@ -25,8 +25,6 @@ class _Discounted:
     value past the horizon (`world_model.expected_rewards`)."""
 
     def __init__(self, model: WorldModel, discount: float, tail: bool = False) -> None:
-        if tail and not discount < 1.0:
-            raise ValueError(f"the tail past the horizon needs a discount below 1, got {discount!r}")
         self.model, self.discount, self.tail = model, discount, tail
         self.sample = not model.filter_mean
         self.noise_size = model.noise_size

@@ -134,7 +134,7 @@ def expected_rewards(rewards: torch.Tensor, continues: torch.Tensor | None, disc
     if tail:
         if not discount < 1.0:
             raise ValueError(f"the tail past the horizon needs a discount below 1, got {discount!r}")
-        ratio = discount * (continues[..., -1].float() if continues is not None else torch.ones_like(weights[..., -1]))
+        ratio = discount * continues[..., -1].float() if continues is not None else discount
         weights = torch.cat([weights[..., :-1], (weights[..., -1] / (1.0 - ratio)).unsqueeze(-1)], -1)
     return rewards * weights.to(rewards.dtype)
 
