@@ -7,7 +7,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from cheetah_flips import flipped_share, pitch_column
+from cheetah_flips import flipped_share, nose_down_share, pitch_column, speed_column
 
 
 def test_cheetah_flips_reads_the_root_pitch_from_the_flattened_state():
@@ -24,6 +24,25 @@ def test_cheetah_flips_reads_the_root_pitch_from_the_flattened_state():
     states = np.array(states)
     np.testing.assert_allclose(states[:, pitch_column()], [0.0, 0.5, np.pi, -2.0])
     assert flipped_share({"state": states}, pitch_column()) == 0.5  # pi and -2 rad are on its back
+    assert nose_down_share({"state": states}, pitch_column()) == 0.0  # 0.5 rad is under 45 degrees
+
+
+def test_cheetah_flips_reads_the_forward_speed_and_which_pitch_lowers_the_front():
+    from dm_control import suite
+
+    env = suite.load("cheetah", "run", task_kwargs={"random": 0})
+    env.reset()
+    physics = env.physics
+    with physics.reset_context():
+        physics.named.data.qpos["rooty"] = 1.0
+        physics.named.data.qvel["rootx"] = 2.5
+    front, back = physics.named.data.xpos["fthigh"][2], physics.named.data.xpos["bthigh"][2]
+    assert front < back  # a positive pitch tips the cheetah onto its front
+    observation = env.task.get_observation(physics)
+    state = np.concatenate([np.asarray(v).reshape(-1) for v in observation.values()])[None]
+    assert state[0, speed_column()] == 2.5
+    assert nose_down_share({"state": state}, pitch_column()) == 1.0  # 57 degrees, front down
+    assert nose_down_share({"state": -state}, pitch_column()) == 0.0  # the same tilt onto its back legs
 
 
 def _highway_episode(lateral_end: float, terminal: bool) -> dict:
