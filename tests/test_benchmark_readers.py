@@ -45,6 +45,18 @@ def test_cheetah_flips_reads_the_forward_speed_and_which_pitch_lowers_the_front(
     assert nose_down_share({"state": -state}, pitch_column()) == 0.0  # the same tilt onto its back legs
 
 
+def test_cheetah_reward_by_pose_splits_level_nose_down_and_flipped_steps():
+    from cheetah_reward_by_pose import by_pose, poses
+
+    pitch = np.array([0.0, 1.0, -1.0, np.pi, 2.0])  # level, front down, back legs down, on its back twice
+    np.testing.assert_array_equal(poses(pitch), [0, 1, 0, 2, 2])
+    split = by_pose(np.array([1.0, 0.1, 0.5, 0.2, 0.4]), np.array([0.8, 0.3, 0.6, 0.1, 0.1]), poses(pitch))
+    assert split == {"level": {"steps": 2, "true": 0.75, "predicted": 0.7},
+                     "nose_down": {"steps": 1, "true": 0.1, "predicted": 0.3},
+                     "flipped": {"steps": 2, "true": 0.3, "predicted": 0.1}}
+    assert set(by_pose(np.ones(2), np.ones(2), np.zeros(2, int))) == {"level"}
+
+
 def _highway_episode(lateral_end: float, terminal: bool) -> dict:
     steps = 4
     state = np.zeros((steps, 5, 5), np.float32)

@@ -1,0 +1,114 @@
+"""What a cheetah-run model predicts a decision pays, by the cheetah's pose: level, tipped onto its front,
+or on its back.
+
+A planner that settles in a poor pose (results/cpu/NOTES.md: a back-flip on seed 0, a nose-down stand on
+seed 1) does so either because its reward head overvalues that pose or undervalues running, which it
+may never have seen. For each kept model (`--checkpoints`) and each test phase (`--phases`, 1 = the first
+phase after the seed episodes), the posterior's predicted reward is compared with the true reward, split
+by pose (`cheetah_flips.py`'s definitions). Prints one JSON line per model and phase.
+
+With `--before-flip 6,12` it also asks whether the model sees a back-flip coming: from the posterior k
+decisions before each episode's first flipped state, it imagines the decisions up to 12 after it with the
+actions really taken, and prints the predicted and true mean reward before and after the flip.
+
+    python benchmarks/cheetah_reward_by_pose.py RUN_DIR --checkpoints 2000,3000 --phases 2,3 [--per-phase 5]
+        [--before-flip 6,12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cheetah_flips import pitch_column
+from planetrl.data.episodes import list_episodes, try_read_episode
+from planetrl.models.world_model import WorldModel
+from planetrl.training.planet import load_trained
+from world_model_check import check_episode, episode_tensors
+
+AFTER_FLIP = 12
+
+POSES = ("level", "nose_down", "flipped")
+
+
+def poses(pitch: np.ndarray) -> np.ndarray:
+    """Each state's pose: 0 level, 1 tipped onto its front past 45 degrees, 2 on its back."""
+    flipped = np.cos(pitch) < 0
+    nose_down = ~flipped & (np.sin(pitch) > np.sin(np.pi / 4))
+    return np.where(flipped, 2, np.where(nose_down, 1, 0))
+
+
+def by_pose(true: np.ndarray, predicted: np.ndarray, pose: np.ndarray) -> dict[str, dict]:
+    """Steps, mean true and mean predicted reward per pose (poses that never occur are left out)."""
+    out = {}
+    for index, name in enumerate(POSES):
+        mask = pose == index
+        if mask.any():
+            out[name] = {"steps": int(mask.sum()), "true": round(float(true[mask].mean()), 3),
+                         "predicted": round(float(predicted[mask].mean()), 3)}
+    return out
+
+
+@torch.no_grad()
+def around_flip(model: WorldModel, data: dict[str, torch.Tensor], flip: int, before: int) -> dict[str, float] | None:
+    """Open-loop predicted and true mean reward for the `before` decisions up to a flip and the 12 after it."""
+    start_step, end = flip - before, flip + AFTER_FLIP
+    if start_step < 1 or end >= data["action"].shape[1]:
+        return None
+    posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
+    start = {key: value[:, start_step] for key, value in posterior.items()}
+    imagined = model.dynamics.imagine_features(start, data["action"][:, start_step + 1:end + 1], sample=False)
+    predicted = model.reward(imagined)[0].float().numpy()
+    true = data["reward"][start_step + 1:end + 1].numpy()
+    return {"predicted_before": float(predicted[:before].mean()), "true_before": float(true[:before].mean()),
+            "predicted_after": float(predicted[before:].mean()), "true_after": float(true[before:].mean())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--checkpoints", required=True, help="comma-separated updates of kept models")
+    parser.add_argument("--phases", required=True, help="comma-separated test phases, 1 = the first")
+    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
+    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
+    parser.add_argument("--before-flip", default="", help="comma-separated decisions before a flip to imagine from")
+    args = parser.parse_args()
+    before_flip = [int(k) for k in args.before_flip.split(",") if k]
+    paths = list_episodes(args.run_dir / "test_episodes")
+    column = pitch_column()
+    for checkpoint in (int(c) for c in args.checkpoints.split(",")):
+        torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
+        cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
+        for phase in (int(p) for p in args.phases.split(",")):
+            start = args.seed_episodes + (phase - 1) * args.per_phase
+            episodes = [e for e in map(try_read_episode, paths[start:start + args.per_phase]) if e is not None]
+            if not episodes:
+                raise SystemExit(f"no readable test episodes for phase {phase} in {args.run_dir}")
+            true, predicted, pose = [], [], []
+            flips: dict[int, list[dict[str, float]]] = {k: [] for k in before_flip}
+            for episode in episodes:
+                data = episode_tensors(episode, cfg.data.image_bits)
+                result = check_episode(model, data, [])
+                true += result["reward_true"]
+                predicted += result["reward_pred"]
+                pose.append(poses(np.asarray(episode["state"])[1:, column]))
+                flipped = np.flatnonzero(poses(np.asarray(episode["state"])[:, column]) == 2)
+                for k in before_flip:
+                    window = around_flip(model, data, int(flipped[0]), k) if len(flipped) else None
+                    if window is not None:
+                        flips[k].append(window)
+            line = {"run": str(args.run_dir), "model": updates, "phase": phase, "episodes": len(episodes),
+                    **by_pose(np.array(true), np.array(predicted), np.concatenate(pose))}
+            for k, windows in flips.items():
+                if windows:
+                    line[f"flip_open_loop_{k}"] = {"flips": len(windows), **{
+                        key: round(float(np.mean([w[key] for w in windows])), 3) for key in windows[0]}}
+            print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
