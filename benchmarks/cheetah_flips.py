@@ -43,15 +43,24 @@ def speed_column() -> int:
     return int(spec["position"].shape[0])
 
 
+POSES = ("level", "nose_down", "flipped")
+
+
+def poses(pitch: np.ndarray) -> np.ndarray:
+    """Each state's index in POSES: level, tipped onto its front past 45 degrees, or on its back."""
+    flipped = np.cos(pitch) < 0
+    nose_down = ~flipped & (np.sin(pitch) > np.sin(np.pi / 4))
+    return np.where(flipped, 2, np.where(nose_down, 1, 0))
+
+
 def nose_down_share(episode: dict[str, np.ndarray], column: int) -> float:
     """The share of an episode's states in which the cheetah stands tipped onto its front, past 45 degrees."""
-    pitch = np.asarray(episode["state"])[:, column]
-    return float(np.mean((np.cos(pitch) >= 0) & (np.sin(pitch) > np.sin(np.pi / 4))))
+    return float(np.mean(poses(np.asarray(episode["state"])[:, column]) == 1))
 
 
 def flipped_share(episode: dict[str, np.ndarray], column: int) -> float:
     """The share of an episode's states in which the cheetah is on its back."""
-    return float(np.mean(np.cos(np.asarray(episode["state"])[:, column]) < 0))
+    return float(np.mean(poses(np.asarray(episode["state"])[:, column]) == 2))
 
 
 def main() -> None:

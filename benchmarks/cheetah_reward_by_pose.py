@@ -24,22 +24,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from cheetah_flips import pitch_column
+from cheetah_flips import POSES, pitch_column, poses
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.models.world_model import WorldModel
 from planetrl.training.planet import load_trained
-from world_model_check import check_episode, episode_tensors
+from world_model_check import episode_tensors, observed
 
 AFTER_FLIP = 12
-
-POSES = ("level", "nose_down", "flipped")
-
-
-def poses(pitch: np.ndarray) -> np.ndarray:
-    """Each state's pose: 0 level, 1 tipped onto its front past 45 degrees, 2 on its back."""
-    flipped = np.cos(pitch) < 0
-    nose_down = ~flipped & (np.sin(pitch) > np.sin(np.pi / 4))
-    return np.where(flipped, 2, np.where(nose_down, 1, 0))
 
 
 def by_pose(true: np.ndarray, predicted: np.ndarray, pose: np.ndarray) -> dict[str, dict]:
@@ -54,12 +45,12 @@ def by_pose(true: np.ndarray, predicted: np.ndarray, pose: np.ndarray) -> dict[s
 
 
 @torch.no_grad()
-def around_flip(model: WorldModel, data: dict[str, torch.Tensor], flip: int, before: int) -> dict[str, float] | None:
+def around_flip(model: WorldModel, data: dict[str, torch.Tensor], posterior: dict[str, torch.Tensor], flip: int,
+                before: int) -> dict[str, float] | None:
     """Open-loop predicted and true mean reward for the `before` decisions up to a flip and the 12 after it."""
     start_step, end = flip - before, flip + AFTER_FLIP
     if start_step < 1 or end >= data["action"].shape[1]:
         return None
-    posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
     start = {key: value[:, start_step] for key, value in posterior.items()}
     imagined = model.dynamics.imagine_features(start, data["action"][:, start_step + 1:end + 1], sample=False)
     predicted = model.reward(imagined)[0].float().numpy()
@@ -92,13 +83,14 @@ def main() -> None:
             flips: dict[int, list[dict[str, float]]] = {k: [] for k in before_flip}
             for episode in episodes:
                 data = episode_tensors(episode, cfg.data.image_bits)
-                result = check_episode(model, data, [])
-                true += result["reward_true"]
-                predicted += result["reward_pred"]
-                pose.append(poses(np.asarray(episode["state"])[1:, column]))
-                flipped = np.flatnonzero(poses(np.asarray(episode["state"])[:, column]) == 2)
+                posterior, _, rewards = observed(model, data)
+                true += data["reward"][1:].tolist()
+                predicted += rewards[1:].tolist()
+                episode_poses = poses(np.asarray(episode["state"])[:, column])
+                pose.append(episode_poses[1:])
+                flipped = np.flatnonzero(episode_poses == 2)
                 for k in before_flip:
-                    window = around_flip(model, data, int(flipped[0]), k) if len(flipped) else None
+                    window = around_flip(model, data, posterior, int(flipped[0]), k) if len(flipped) else None
                     if window is not None:
                         flips[k].append(window)
             line = {"run": str(args.run_dir), "model": updates, "phase": phase, "episodes": len(episodes),

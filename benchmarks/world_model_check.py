@@ -56,10 +56,17 @@ def episode_tensors(episode: dict[str, np.ndarray], bits: int) -> dict[str, torc
 
 
 @torch.no_grad()
-def check_episode(model: WorldModel, data: dict[str, torch.Tensor], open_loop: list[int]) -> dict[str, list]:
+def observed(model: WorldModel,
+             data: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """The posterior along an episode, its features, and the reward the model predicts at each step."""
     posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
     features = model.features(posterior)
-    predicted = model.reward(features)[0].float()
+    return posterior, features, model.reward(features)[0].float()
+
+
+@torch.no_grad()
+def check_episode(model: WorldModel, data: dict[str, torch.Tensor], open_loop: list[int]) -> dict[str, list]:
+    posterior, features, predicted = observed(model, data)
     out: dict[str, list] = {"reward_true": data["reward"][1:].tolist(), "reward_pred": predicted[1:].tolist()}
     if model.continue_head is None:
         return out

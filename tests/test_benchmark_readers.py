@@ -46,7 +46,8 @@ def test_cheetah_flips_reads_the_forward_speed_and_which_pitch_lowers_the_front(
 
 
 def test_cheetah_reward_by_pose_splits_level_nose_down_and_flipped_steps():
-    from cheetah_reward_by_pose import by_pose, poses
+    from cheetah_flips import poses
+    from cheetah_reward_by_pose import by_pose
 
     pitch = np.array([0.0, 1.0, -1.0, np.pi, 2.0])  # level, front down, back legs down, on its back twice
     np.testing.assert_array_equal(poses(pitch), [0, 1, 0, 2, 2])
