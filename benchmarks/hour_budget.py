@@ -76,6 +76,11 @@ def measure(task: str, preset: str, updates: int) -> dict[str, float | str]:
     }
 
 
+def rates_of(result: dict) -> dict[str, float]:
+    """The idle rates `planetrl results table` prices a run's minutes with, from one task's line."""
+    return {k: result[k] for k in ("seed_s", "update_s", "decision_s", "test_phase_s")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", default="cartpole-swingup,reacher-easy,cheetah-run,finger-spin,cup-catch,"
@@ -88,7 +93,7 @@ def main() -> None:
     for task in args.tasks.split(","):
         result = measure(task.strip(), args.preset, args.updates)
         print(json.dumps(result), flush=True)
-        rates[result["task"]] = {k: result[k] for k in ("seed_s", "update_s", "decision_s", "test_phase_s")}
+        rates[result["task"]] = rates_of(result)
     if args.rates:
         Path(args.rates).write_text(json.dumps(rates, indent=1) + "\n")
 

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,13 +38,13 @@ def test_table_has_the_tasks_as_columns_and_each_phase_with_its_counts(record, c
 
 
 def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(record, tmp_path, capsys):
-    from planetrl.training.results import _load_record, _phase_lengths
+    from planetrl.training.results import _phase_lengths, load_record
 
     _, out = record
     png = tmp_path / "curves.png"
     assert main(["results", "curves", "--record", f"{out}=with", "--record", f"{out}=again", "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
-    loaded = _load_record(out)
+    loaded = load_record(out)
     assert _phase_lengths(loaded) == [12.0, 12.0]  # the debug task's episodes are 12 decisions
     older = {**loaded, "tests": [{k: v for k, v in t.items() if k != "lengths"} for t in loaded["tests"]],
              "metrics": [{**row, "test/length": 7.0} if "test/return" in row else row for row in loaded["metrics"]]}
@@ -63,6 +64,25 @@ def test_idle_rates_turn_counts_into_minutes(record):
         assert "(12 upd, 5 ep, 0k steps, 7 min)" in text
     finally:
         (directory / "rates.json").unlink()
+
+
+def test_phase_minutes_prices_records_at_the_rates_hour_budget_printed(record, tmp_path, monkeypatch, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import phase_minutes
+
+    _, out = record
+    budget = tmp_path / "budget.jsonl"
+    budget.write_text(json.dumps({"task": "mock", "preset": "debug", "seed_s": 60, "update_s": 10, "decision_s": 5,
+                                  "test_phase_s": 30, "share_planning": 0.5}) + "\n")
+    monkeypatch.setattr(sys, "argv", ["phase_minutes.py", str(out), "--hour-budget", str(budget), "--within", "6.5"])
+    phase_minutes.main()
+    line = json.loads(capsys.readouterr().out)
+    assert [p["minutes"] for p in line["phases"]][-1] == 7.0  # as the table prices it above
+    assert line["phases_within"] == len(line["phases"]) - 1 and line["mean_within_6.5_min"] is not None
+    budget.write_text(json.dumps({"task": "other", "seed_s": 1, "update_s": 1, "decision_s": 1,
+                                  "test_phase_s": 1}) + "\n")
+    with pytest.raises(SystemExit, match="no rates for task 'mock'"):
+        phase_minutes.main()
 
 
 def test_published_figures_cover_the_six_paper_tasks():

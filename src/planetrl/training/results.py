@@ -64,7 +64,8 @@ def export_record(run_dir: Path, out: Path) -> Path:
     return out
 
 
-def _load_record(path: Path) -> dict[str, Any]:
+def load_record(path: Path) -> dict[str, Any]:
+    """A record's config, random returns, tests and metrics, with its training decisions per update."""
     config = yaml.safe_load((path / "config.yaml").read_text())
     random = json.loads((path / "random.json").read_text())
     metrics = read_json_lines(path / "metrics.jsonl")
@@ -110,14 +111,16 @@ def active_seconds(record: dict[str, Any], until: float) -> float:
     return until - start - idle
 
 
+def phases(record: dict[str, Any], rates: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    """Each test phase with its mean return and its minutes (at idle `rates` where the task has them)."""
+    return [{**test, "minutes": _minutes(record, test, index, rates), "mean": float(np.mean(test["returns"]))}
+            for index, test in enumerate(record["tests"])]
+
+
 def _at(record: dict[str, Any], minutes: float | None, rates: dict[str, dict[str, float]]) -> dict[str, Any] | None:
     """The last test phase within `minutes` (the last one of all for None), with its minutes."""
-    chosen = None
-    for index, test in enumerate(record["tests"]):
-        spent = _minutes(record, test, index, rates)
-        if minutes is None or spent <= minutes:
-            chosen = {**test, "minutes": spent, "mean": float(np.mean(test["returns"]))}
-    return chosen
+    within = [phase for phase in phases(record, rates) if minutes is None or phase["minutes"] <= minutes]
+    return within[-1] if within else None
 
 
 def _cell(point: dict[str, Any] | None) -> str:
@@ -252,7 +255,7 @@ def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    records = [(label, _load_record(Path(directory))) for label, directory in labelled]
+    records = [(label, load_record(Path(directory))) for label, directory in labelled]
     figure, (returns_axis, length_axis) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=100)
     for number, (label, record) in enumerate(records):
         updates = [t["updates"] for t in record["tests"]]
@@ -281,7 +284,7 @@ def write_results(directory: Path) -> list[Path]:
     paths = sorted(p.parent for p in directory.glob("*/seed-*/tests.jsonl"))
     if not paths:
         raise FileNotFoundError(f"no records (TASK/seed-N/tests.jsonl) under {directory}")
-    records = [_load_record(p) for p in paths]
+    records = [load_record(p) for p in paths]
     rates_path = directory / "rates.json"
     rates = json.loads(rates_path.read_text()) if rates_path.exists() else {}
     minutes = ("Minutes are estimated from each run's updates and decisions at the idle rates in rates.json "
