@@ -165,6 +165,12 @@ class PlannerConfig:
     tail: bool = option(False, "Add the return past the horizon, as if the last imagined step (its reward and "
                         "continuation) repeated forever, discounted; needs planner.discount < 1. Prices "
                         "staying alive beyond the horizon, which a continuation head alone cannot.")
+    mixed_noise: float = option(0.0, "Std of the AR(1) noise that every mixed_every-th collection episode explores "
+                                "with instead of exploration_noise; 0 = off. Finds sparse rewards (finger-spin's) "
+                                "while the other episodes stay near the plan.", low=0.0)
+    mixed_correlation: float = option(0.9, "Correlation from one decision to the next of the mixed_noise.",
+                                      low=0.0, high=0.99)
+    mixed_every: int = option(2, "Which collection episodes use mixed_noise: the 1st, then every this many.", low=1)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from planetrl import config as C
 from planetrl.cli import main
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.metrics import read_metrics
-from planetrl.training.planet import kept_models, read_tests
+from planetrl.training.planet import exploration_of, kept_models, read_tests
 
 DEBUG = ["--preset", "debug", "--no-progress"]
 
@@ -316,10 +316,21 @@ def test_without_a_bar_long_collect_and_test_phases_print_their_progress(tmp_pat
     assert "decisions/s" in tests[-1] and "ETA at most" in tests[0]
 
 
-def test_correlated_exploration_on_a_discrete_task_stops_before_any_episode(tmp_path, capsys):
-    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--task", "gym:CartPole-v1",
-            "--set", "planner.exploration_correlation=0.5"]
+@pytest.mark.parametrize("key", ["exploration_correlation=0.5", "mixed_noise=0.5"])
+def test_correlated_exploration_on_a_discrete_task_stops_before_any_episode(tmp_path, capsys, key):
+    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--task", "gym:CartPole-v1", "--set", f"planner.{key}"]
     assert main(argv) != 0
     out = capsys.readouterr()
-    assert "planner.exploration_correlation=0.5 needs continuous actions" in out.out + out.err
+    assert f"planner.{key} needs continuous actions" in out.out + out.err
     assert not list_episodes(tmp_path / "run-00" / "train_episodes")
+
+
+def test_mixed_noise_explores_every_kth_collection_episode_with_the_correlated_noise(tmp_path):
+    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=16",
+            "--set", "planner.mixed_noise=1.0", "--set", "planner.mixed_every=3"]
+    assert main(argv) == 0
+    logged = [m["train/exploration_noise"] for m in read_metrics(tmp_path / "run-00") if "train/return" in m]
+    assert logged == [1.0, 0.3, 0.3, 1.0]  # collected episodes 0 and 3 of four
+    p = C.build(overrides=["planner.mixed_noise=0.8", "planner.mixed_correlation=0.7"]).planner
+    assert [exploration_of(p, n) for n in range(3)] == [(0.8, 0.7), (0.3, 0.0), (0.8, 0.7)]
+    assert exploration_of(C.build().planner, 0) == (0.3, 0.0)  # off by default, as in PlaNet

@@ -65,15 +65,24 @@ def read_tests(run_dir: Path) -> list[dict[str, Any]]:
     return read_json_lines(Path(run_dir) / "tests.jsonl")
 
 
+def exploration_of(planner: config_lib.PlannerConfig, collected: int) -> tuple[float, float]:
+    """(std, correlation) of the exploration noise of the collection episode after `collected` others."""
+    if planner.mixed_noise and collected % planner.mixed_every == 0:
+        return planner.mixed_noise, planner.mixed_correlation
+    return planner.exploration_noise, planner.exploration_correlation
+
+
 def build_mpc_agent(cfg: config_lib.Config, model: WorldModel, env: BatchEnv, seed: int,
-                    noise: float | None = None) -> MPCAgent:
-    """The MPC agent the config describes, for every env of a batch; `noise` overrides the exploration noise."""
+                    noise: float | None = None, correlation: float | None = None) -> MPCAgent:
+    """The MPC agent the config describes, for every env of a batch; `noise` and `correlation` override the
+    exploration noise's."""
     p = cfg.planner
     settings = CEMSettings(horizon=p.horizon, iterations=p.iterations, candidates=p.candidates, elites=p.elites,
                            min_std=p.min_std, discrete=isinstance(env.action_space, gym.spaces.Discrete))
     return MPCAgent(model, env.action_space, len(env), settings, bits=cfg.data.image_bits,
                     noise=p.exploration_noise if noise is None else noise, warm_start=p.warm_start, seed=seed,
-                    precision=p.precision, discount=p.discount, correlation=p.exploration_correlation,
+                    precision=p.precision, discount=p.discount,
+                    correlation=p.exploration_correlation if correlation is None else correlation,
                     tail=p.tail)
 
 
@@ -233,10 +242,11 @@ class PlanetRun:
         np.random.seed(cfg.run.seed % 2**32)
         self.collect_env = make_batch_env(cfg.env, 1, seed=derive(cfg.run.seed, "envs", 1))
         space = self.collect_env.action_space
-        if cfg.planner.exploration_correlation and isinstance(space, gym.spaces.Discrete):
-            raise config_lib.ConfigError(
-                f"planner.exploration_correlation={cfg.planner.exploration_correlation} needs continuous actions; "
-                f"task {cfg.env.task!r} has discrete ones, so use 0")
+        for key in ("exploration_correlation", "mixed_noise"):
+            if getattr(cfg.planner, key) and isinstance(space, gym.spaces.Discrete):
+                raise config_lib.ConfigError(
+                    f"planner.{key}={getattr(cfg.planner, key)} needs continuous actions; "
+                    f"task {cfg.env.task!r} has discrete ones, so use 0")
         self.action_size = action_size(space)
         self._open_catalogs(self.action_size)
         self._seed_episodes(self.train_catalog, 0, need_chunk=True)
@@ -300,7 +310,8 @@ class PlanetRun:
         cfg, env = self.cfg, self.collect_env
         index = self._collected()
         seed = derive(cfg.run.seed, "collect", index)
-        agent = build_mpc_agent(cfg, self.model, env, seed=seed)
+        noise, correlation = exploration_of(cfg.planner, index)
+        agent = build_mpc_agent(cfg, self.model, env, seed=seed, noise=noise, correlation=correlation)
         start = time.perf_counter()
         driver = Driver(env, agent, self._callbacks(self.train_dir, env, phase=("collecting", 1))[0], seed=seed)
         [result] = driver.run(1, explore=True)
@@ -308,7 +319,7 @@ class PlanetRun:
         self.replay.refresh()
         stats = self.replay.stats
         self.logger.scalars(self.updates, {
-            "train/return": result.score, "train/length": result.length,
+            "train/return": result.score, "train/length": result.length, "train/exploration_noise": noise,
             "train/episodes": self.train_catalog.count(), "train/env_steps": self._env_steps(),
             "replay/quarantined": self._quarantined(), "train/seconds_per_action": seconds / max(result.length, 1),
             "replay/episodes": stats.episodes, "replay/steps": stats.steps, "replay/megabytes": stats.bytes / 2**20,
