@@ -5,7 +5,8 @@ stays at zero has to be read from the episodes themselves. Each stored episode k
 (dm_control's observation, flattened in its order); this finds the hinge velocity in it, and prints one
 JSON line per group of episodes (the first `--seed-episodes` are random, the rest the planner's): the
 rewarded decisions, how many episodes never turned the spinner faster than 1 rad/s, and each episode's
-fastest turn the way the reward counts (minus the most negative hinge velocity).
+fastest turn the way the reward counts (minus the most negative hinge velocity). A run with
+`planner.mixed_noise` splits the planner's episodes by the noise each explored with.
 
     python benchmarks/spinner_speed.py RUN_DIR [RUN_DIR ...] [--seed-episodes 5] [--episodes N]
 """
@@ -18,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from planetrl import config as config_lib
 from planetrl.data.episodes import list_episodes, try_read_episode
+from planetrl.training.planet import exploration_of
 
 
 def hinge_column() -> int:
@@ -54,8 +57,21 @@ def main() -> None:
         episodes = [e for e in map(try_read_episode, paths) if e is not None]
         if not episodes:
             raise SystemExit(f"no readable episodes in {run / 'train_episodes'}")
-        for kind, group in (("seed", episodes[:args.seed_episodes]), ("planner", episodes[args.seed_episodes:])):
+        for kind, group in groups(run, episodes, args.seed_episodes):
             print(json.dumps({**summary(group, column), "run": str(run), "episodes_kind": kind}), flush=True)
+
+
+def groups(run: Path, episodes: list[dict[str, np.ndarray]], seeds: int) -> list[tuple[str, list]]:
+    """The seed episodes, then the planner's: split by their noise when the run mixes two."""
+    planner = (config_lib.load(run / "config.yaml").planner if (run / "config.yaml").exists()
+               else config_lib.build().planner)
+    collected = episodes[seeds:]
+    if not planner.mixed_noise:
+        return [("seed", episodes[:seeds]), ("planner", collected)]
+    mixed = [e for n, e in enumerate(collected) if exploration_of(planner, n)[0] == planner.mixed_noise]
+    plain = [e for n, e in enumerate(collected) if exploration_of(planner, n)[0] != planner.mixed_noise]
+    return [("seed", episodes[:seeds]), (f"planner mixed_noise {planner.mixed_noise}", mixed),
+            (f"planner exploration_noise {planner.exploration_noise}", plain)]
 
 
 if __name__ == "__main__":

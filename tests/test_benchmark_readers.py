@@ -77,3 +77,26 @@ def test_highway_hazard_counts_a_collision_at_the_speed_of_the_decision_that_cau
     np.testing.assert_allclose(reward, [0.7, 0.8, 0.9])
     assert decisions(_highway_episode(0.95, terminal=True))[1].sum() == 0  # off the road: not a collision
     assert decisions(_highway_episode(0.25, terminal=False))[1].sum() == 0  # the time limit
+
+
+def test_spinner_speed_reads_the_hinge_and_splits_a_mixed_run_by_its_noise(tmp_path):
+    from dm_control import suite
+
+    from planetrl import config as config_lib
+    from spinner_speed import groups, hinge_column
+
+    env = suite.load("finger", "spin", task_kwargs={"random": 0})
+    env.reset()
+    with env.physics.reset_context():
+        env.physics.named.data.qvel["hinge"] = -17.0
+    observation = env.task.get_observation(env.physics)
+    assert np.concatenate([np.asarray(v).reshape(-1) for v in observation.values()])[hinge_column()] == -17.0
+
+    episodes = [{"id": n} for n in range(9)]  # two seed episodes, then seven collected
+    config_lib.save(config_lib.build(overrides=["planner.mixed_noise=1.0", "planner.mixed_every=3"]),
+                    tmp_path / "config.yaml")
+    split = groups(tmp_path, episodes, seeds=2)
+    assert [kind for kind, _ in split] == ["seed", "planner mixed_noise 1.0", "planner exploration_noise 0.3"]
+    assert [[e["id"] for e in group] for _, group in split] == [[0, 1], [2, 5, 8], [3, 4, 6, 7]]
+    config_lib.save(config_lib.build(), tmp_path / "config.yaml")
+    assert [len(group) for _, group in groups(tmp_path, episodes, seeds=2)] == [2, 7]
