@@ -21,7 +21,7 @@ import numpy as np
 
 from planetrl import config as config_lib
 from planetrl.data.episodes import list_episodes, try_read_episode
-from planetrl.training.planet import exploration_of
+from planetrl.training.planet import explores_mixed
 
 
 def hinge_column() -> int:
@@ -63,13 +63,12 @@ def main() -> None:
 
 def groups(run: Path, episodes: list[dict[str, np.ndarray]], seeds: int) -> list[tuple[str, list]]:
     """The seed episodes, then the planner's: split by their noise when the run mixes two."""
-    planner = (config_lib.load(run / "config.yaml").planner if (run / "config.yaml").exists()
-               else config_lib.build().planner)
+    planner = config_lib.load(run / "config.yaml").planner
     collected = episodes[seeds:]
     if not planner.mixed_noise:
         return [("seed", episodes[:seeds]), ("planner", collected)]
-    mixed = [e for n, e in enumerate(collected) if exploration_of(planner, n)[0] == planner.mixed_noise]
-    plain = [e for n, e in enumerate(collected) if exploration_of(planner, n)[0] != planner.mixed_noise]
+    mixed = [e for n, e in enumerate(collected) if explores_mixed(planner, n)]
+    plain = [e for n, e in enumerate(collected) if not explores_mixed(planner, n)]
     return [("seed", episodes[:seeds]), (f"planner mixed_noise {planner.mixed_noise}", mixed),
             (f"planner exploration_noise {planner.exploration_noise}", plain)]
 

@@ -65,9 +65,14 @@ def read_tests(run_dir: Path) -> list[dict[str, Any]]:
     return read_json_lines(Path(run_dir) / "tests.jsonl")
 
 
+def explores_mixed(planner: config_lib.PlannerConfig, collected: int) -> bool:
+    """Whether the collection episode after `collected` others explores with `planner.mixed_noise`."""
+    return bool(planner.mixed_noise) and collected % planner.mixed_every == 0
+
+
 def exploration_of(planner: config_lib.PlannerConfig, collected: int) -> tuple[float, float]:
     """(std, correlation) of the exploration noise of the collection episode after `collected` others."""
-    if planner.mixed_noise and collected % planner.mixed_every == 0:
+    if explores_mixed(planner, collected):
         return planner.mixed_noise, planner.mixed_correlation
     return planner.exploration_noise, planner.exploration_correlation
 
