@@ -161,6 +161,9 @@ def runs(tmp_path_factory):
     assert main(["train", "--logdir", str(root / "planet"), *DEBUG]) == 0
     assert main(["ppo", "train", "--config", "debug", "--logdir", str(root / "ppo"), "--no-progress"]) == 0
     (root / "empty").mkdir()
+    record = root / "records" / "mock" / "seed-0"
+    record.mkdir(parents=True)
+    (record / "tests.jsonl").write_text('{"updates": 10, "returns": [1.0]}\n')
     (root / "a-file").write_text("not a directory")
     fresh = root / "fresh" / "run-00"
     fresh.mkdir(parents=True)
@@ -205,6 +208,8 @@ MISTAKES = {
                            "unknown task"),
     "report on a missing logdir": (["report", "--logdir", "{root}/nope", "--out", "{root}/r"], "no runs"),
     "report on an empty logdir": (["report", "--logdir", "{root}/empty", "--out", "{root}/r"], "no runs"),
+    "report on exported records": (["report", "--logdir", "{root}/records", "--out", "{root}/r"],
+                                  "`planetrl results table --dir"),
     "an unknown config key": (["train", "--logdir", "{root}/x", *DEBUG, "--set", "model.belief=3"],
                               "Unknown config key"),
 }

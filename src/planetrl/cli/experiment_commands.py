@@ -70,7 +70,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     rows = status_rows(Path(args.logdir))
     if not rows:
-        print(f"planetrl report: error: no runs under {args.logdir}", file=sys.stderr)
+        hint = ""
+        if any(Path(args.logdir).glob("*/seed-*/tests.jsonl")):  # exported records, e.g. results/cpu
+            hint = (f"; {args.logdir} holds run records (TASK/seed-N), which "
+                    f"`planetrl results table --dir {args.logdir}` turns into its README.md")
+        print(f"planetrl report: error: no runs under {args.logdir}{hint}", file=sys.stderr)
         return 1
     written = write_report(rows, Path(args.out))
     print((Path(args.out) / "report.md").read_text())
