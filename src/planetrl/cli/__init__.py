@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:  # third-party INFO lines (rendering back ends) would land inside tables
-        for noisy in ("absl", "OpenGL"):
+        for noisy in ("absl", "OpenGL", "matplotlib"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.func(args)
