@@ -17,11 +17,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from planetrl import config as C
 from planetrl.agents.random import RandomAgent
 from planetrl.envs.make import decisions_per_episode, make_batch_env
 from planetrl.metrics import read_json_lines
+from planetrl.models.world_model import native_bf16
 from planetrl.training.driver import Driver
 from planetrl.training.planet import PlanetRun
 from planetrl.training.rundir import prepare_run_dir
@@ -73,12 +75,20 @@ def measure(task: str, preset: str, updates: int) -> dict[str, float | str]:
         "share_planning": round((collect + testing - simulation) / total, 3),
         "share_simulation": round(simulation / total, 3), "share_seeding": round(seed_s / total, 3),
         "test_returns": tests[-1]["returns"] if tests else None, "cpus": os.cpu_count(),
+        "cpu_bf16_native": native_bf16(torch.device("cpu")),
     }
 
 
-def rates_of(result: dict) -> dict[str, float]:
-    """The idle rates `planetrl results table` prices a run's minutes with, from one task's line."""
-    return {k: result[k] for k in ("seed_s", "update_s", "decision_s", "test_phase_s")}
+def rates_of(result: dict) -> dict[str, float | bool]:
+    """The idle rates `planetrl results table` prices a run's minutes with, from one task's line.
+
+    With them goes whether the CPU had native bf16: the `cpu` preset runs about 1.9x slower in fp32 on a
+    CPU without it (BENCHMARKS.md), so the table says which kind its minutes are for.
+    """
+    rates = {k: result[k] for k in ("seed_s", "update_s", "decision_s", "test_phase_s")}
+    if "cpu_bf16_native" in result:
+        rates["cpu_bf16_native"] = result["cpu_bf16_native"]
+    return rates
 
 
 def main() -> None:

@@ -62,6 +62,13 @@ def test_idle_rates_turn_counts_into_minutes(record):
         text = (directory / "README.md").read_text()
         # 12 updates x 10 s + 3 collected episodes x 12 decisions x 5 s + 2 test phases x 30 s + 60 s = 7 min
         assert "(12 upd, 5 ep, 0k steps, 7 min)" in text
+        assert "since the runs shared the machine." in text  # rates that do not say their CPU: no clause
+        for native, clause in [(True, "measured on a 2-core CPU with native bf16,"),
+                               (False, "measured on a 2-core CPU without native bf16 (fp32).")]:
+            (directory / "rates.json").write_text(json.dumps({"mock": {
+                "seed_s": 60, "update_s": 10, "decision_s": 5, "test_phase_s": 30, "cpu_bf16_native": native}}))
+            main(["results", "table", "--dir", str(directory)])
+            assert clause in (directory / "README.md").read_text()
     finally:
         (directory / "rates.json").unlink()
 

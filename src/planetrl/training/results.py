@@ -278,6 +278,17 @@ def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -
     return path
 
 
+def _rates_machine(rates: dict[str, dict[str, Any]]) -> str:
+    """Which kind of CPU the idle rates were measured on, as a clause; empty when they do not say."""
+    kinds = {rate.get("cpu_bf16_native") for rate in rates.values()}
+    if kinds == {True}:
+        return ("; the rates were measured on a 2-core CPU with native bf16, and on an AVX2 CPU without it, which "
+                "trains and plans in fp32, a run takes about 1.9x as long (BENCHMARKS.md)")
+    if kinds == {False}:
+        return "; the rates were measured on a 2-core CPU without native bf16 (fp32)"
+    return ""
+
+
 def write_results(directory: Path) -> list[Path]:
     """README.md and `<task>.png` from every record below `directory`."""
     directory = Path(directory)
@@ -287,8 +298,9 @@ def write_results(directory: Path) -> list[Path]:
     records = [load_record(p) for p in paths]
     rates_path = directory / "rates.json"
     rates = json.loads(rates_path.read_text()) if rates_path.exists() else {}
-    minutes = ("Minutes are estimated from each run's updates and decisions at the idle rates in rates.json "
-               "(the runs shared the machine)." if rates else "Minutes are measured wall-clock.")
+    minutes = (f"Minutes are estimated from each run's updates and decisions at the idle rates in rates.json, "
+               f"since the runs shared the machine{_rates_machine(rates)}." if rates else
+               "Minutes are measured wall-clock.")
     written = []
     by_task: dict[str, list[dict[str, Any]]] = {}
     for record in records:
