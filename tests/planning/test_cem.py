@@ -88,6 +88,18 @@ def test_early_stop_when_std_collapses():
     assert result.std.max() < 0.05
 
 
+def test_refit_std_is_the_root_of_the_elites_variance_plus_1e6_as_in_the_original():
+    horizon, count = 4, 50
+    settings = CEMSettings(horizon=horizon, iterations=1, candidates=count, elites=count)
+    result = plan(PointMass(3.5), torch.zeros(1, 1), 1, settings, [torch.Generator().manual_seed(0)])
+    # With every candidate an elite, the elites are the first draws themselves: N(0, 1), clipped.
+    drawn = torch.randn(count, horizon, 1, generator=torch.Generator().manual_seed(0)).clamp(-1.0, 1.0)
+    torch.testing.assert_close(result.std[0], (drawn.var(0, unbiased=False) + 1e-6).sqrt())
+    single = plan(PointMass(3.5), torch.zeros(1, 1), 1, CEMSettings(horizon=horizon, iterations=3, elites=1),
+                  [torch.Generator().manual_seed(0)])
+    torch.testing.assert_close(single.std, torch.full_like(single.std, 1e-3))  # one elite: no collapse to 0
+
+
 class DiscreteWalk:
     """Actions 0, 1, 2 move by -1, 0, +1 (one-hot); reward -|x - 2|. Best: +1, +1, then stay."""
 

@@ -137,7 +137,8 @@ def plan(model: ImaginationModel, state: Any, action_size: int, settings: CEMSet
         elites = actions.gather(1, top[..., None, None].expand(-1, -1, horizon, action_size))
         returns.append(total.gather(1, top).mean(1))
         mean = elites.mean(1)
-        std = elites.std(1, unbiased=False) if settings.elites > 1 else torch.zeros_like(mean)
+        # As the original: the variance gets 1e-6 before the root, so agreeing elites leave a std of 1e-3.
+        std = (elites.var(1, unbiased=False) + 1e-6).sqrt()
         if settings.min_std and float(std.max()) < settings.min_std:
             break
     if settings.discrete:
