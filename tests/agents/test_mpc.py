@@ -57,6 +57,23 @@ def test_batched_agent_equals_one_agent_per_env(variant):
             np.testing.assert_allclose(alone.act(single, explore=True)[0], actions[step][e], rtol=1e-5, atol=1e-6)
 
 
+def test_the_agent_sees_an_image_dequantized_with_one_bin_of_uniform_noise_as_in_training(monkeypatch):
+    # The original agent preprocesses observations as the training data: floor to `bits` bits, then
+    # one bin of uniform noise, not the bin's centre.
+    agent = MPCAgent(_model("rssm"), SPACE, 2, SETTINGS, bits=5)
+    seen = []
+    filter_step = agent.model.filter_step
+    monkeypatch.setattr(agent.model, "filter_step", lambda s, a, image, *rest: seen.append(image) or
+                        filter_step(s, a, image, *rest))
+    obs = _obs(2)
+    agent.act(obs)
+    offset = (seen[0].numpy() + 0.5) * 32 - (obs["image"] >> 3)  # the position within each pixel's bin
+    assert offset.min() >= 0 and offset.max() < 1
+    assert abs(offset.mean() - 0.5) < 0.01 and abs(offset.std() - 12 ** -0.5) < 0.01  # uniform on [0, 1)
+    agent.act(obs)
+    assert not torch.equal(seen[0], seen[1])  # fresh noise at every step
+
+
 def test_exploration_noise_and_bounds():
     agent = MPCAgent(_model(), SPACE, 2, SETTINGS, noise=5.0)
     action = agent.act(_obs(2), explore=True)

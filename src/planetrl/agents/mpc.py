@@ -95,7 +95,10 @@ class MPCAgent:
     @torch.no_grad()
     def act(self, obs: dict[str, np.ndarray], explore: bool = False) -> np.ndarray:
         image = torch.tensor(obs["image"], device=self.device)  # a copy: env arrays may be read-only
-        image = preprocess_image(image, self.bits, noise=False)
+        # As the original agent: the training preprocessing, one bin of uniform noise included, each env's
+        # from its own generator.
+        image = torch.stack([preprocess_image(row, self.bits, generator) for row, generator in
+                             zip(image, self.generators, strict=True)])
         self.model.eval()
         noise = self._normal(self.model.noise_size) if self.model.noise_size else None
         self.state = self.model.filter_step(self.state, self.prev_action, image, noise)
