@@ -38,17 +38,17 @@ def test_table_has_the_tasks_as_columns_and_each_phase_with_its_counts(record, c
 
 
 def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(record, tmp_path, capsys):
-    from planetrl.training.results import _phase_lengths, load_record
+    from planetrl.training.results import load_record, phase_lengths
 
     _, out = record
     png = tmp_path / "curves.png"
     assert main(["results", "curves", "--record", f"{out}=with", "--record", f"{out}=again", "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
     loaded = load_record(out)
-    assert _phase_lengths(loaded) == [12.0, 12.0]  # the debug task's episodes are 12 decisions
+    assert phase_lengths(loaded) == [12.0, 12.0]  # the debug task's episodes are 12 decisions
     older = {**loaded, "tests": [{k: v for k, v in t.items() if k != "lengths"} for t in loaded["tests"]],
              "metrics": [{**row, "test/length": 7.0} if "test/return" in row else row for row in loaded["metrics"]]}
-    assert _phase_lengths(older) == [7.0, 7.0]  # records from before tests.jsonl held lengths: metrics.jsonl's
+    assert phase_lengths(older) == [7.0, 7.0]  # records from before tests.jsonl held lengths: metrics.jsonl's
     assert main(["results", "curves", "--record", str(tmp_path), "--out", str(png)]) == 2
     assert "is not a record (no tests.jsonl)" in capsys.readouterr().err
 
@@ -85,6 +85,8 @@ def test_phase_minutes_prices_records_at_the_rates_hour_budget_printed(record, t
     phase_minutes.main()
     line = json.loads(capsys.readouterr().out)
     assert [p["minutes"] for p in line["phases"]][-1] == 7.0  # as the table prices it above
+    assert [p["length"] for p in line["phases"]] == [12.0, 12.0]  # the debug task's episodes are 12 decisions
+    assert line["length_within_6.5_min"] == 12.0
     assert line["phases_within"] == len(line["phases"]) - 1 and line["mean_within_6.5_min"] is not None
     budget.write_text(json.dumps({"task": "other", "seed_s": 1, "update_s": 1, "decision_s": 1,
                                   "test_phase_s": 1}) + "\n")

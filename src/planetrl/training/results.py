@@ -238,7 +238,7 @@ def plot(task: str, records: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _phase_lengths(record: dict[str, Any]) -> list[float | None]:
+def phase_lengths(record: dict[str, Any]) -> list[float | None]:
     """Each test phase's mean episode length in decisions (tests.jsonl, else metrics.jsonl's test/length)."""
     logged = {row["step"]: row["test/length"] for row in record["metrics"] if "test/length" in row}
     return [float(np.mean(t["lengths"])) if t.get("lengths") else logged.get(t["updates"]) for t in record["tests"]]
@@ -260,7 +260,7 @@ def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -
     for number, (label, record) in enumerate(records):
         updates = [t["updates"] for t in record["tests"]]
         _draw_returns(returns_axis, updates, record, f"C{number}", label)
-        lengths = [(u, n) for u, n in zip(updates, _phase_lengths(record), strict=True) if n is not None]
+        lengths = [(u, n) for u, n in zip(updates, phase_lengths(record), strict=True) if n is not None]
         if lengths:
             length_axis.plot(*zip(*lengths, strict=True), color=f"C{number}", marker="o", label=label)
     _draw_random(returns_axis, [record for _, record in records])
