@@ -138,6 +138,26 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     assert _last_three(_fake("cheetah-run", [])) == "-"
 
 
+def test_each_shortfall_names_its_cause_and_a_typo_in_the_causes_fails(tmp_path):
+    from planetrl.training.results import _cause_cell, load_causes
+
+    short = {**_fake("cheetah-run", [[100.0] * 5] * 3), "seed": 0}
+    met = {**_fake("cheetah-run", [[200.0] * 5] * 3), "seed": 1}
+    assert [_cause_cell(r, {}) for r in (short, met)] == ["not yet found", "-"]  # a shortfall says it is unexplained
+    (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/seed-0": {"part": "planner", "why": "flips"}}))
+    causes = load_causes(tmp_path, [short, met])
+    assert [_cause_cell(r, causes) for r in (short, met)] == ["planner: flips", "-"]
+    (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/seed-7": {"part": "planner", "why": "x"}}))
+    with pytest.raises(ValueError, match="'cheetah-run/seed-7' names no record here; records: cheetah-run/seed-0"):
+        load_causes(tmp_path, [short, met])
+    (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/seed-0": {"part": "luck", "why": "x"}}))
+    with pytest.raises(ValueError, match="one of model, planner, schedule"):
+        load_causes(tmp_path, [short, met])
+    (tmp_path / "causes.json").write_text("{")
+    with pytest.raises(ValueError, match="is not valid JSON"):
+        load_causes(tmp_path, [short, met])
+
+
 def test_the_committed_cpu_table_is_what_its_records_and_notes_make(tmp_path, monkeypatch):
     # The published table must not go stale: NOTES.md or a record edited without regenerating shows here.
     committed = Path(__file__).resolve().parents[2] / "results" / "cpu"

@@ -138,22 +138,63 @@ def goal(record: dict[str, Any]) -> float | None:
     return fixed if fixed is not None else 2 * float(np.mean(record["random"]["returns"]))
 
 
+def _verdict(record: dict[str, Any]) -> str | None:
+    """How the record stands against its goal, as the table says it; None where the task has no goal."""
+    last = record["tests"][-3:]
+    target, total = goal(record), record["config"]["train"]["total_updates"]
+    if target is None:
+        return None
+    reached = last[-1]["updates"] if last else 0
+    if reached < total:
+        return f"unfinished at {reached} of {total} updates: not the goal's measure"
+    if len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
+        return f"a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
+    return "goal met" if float(np.mean([np.mean(x["returns"]) for x in last])) >= target else "goal not met"
+
+
 def _last_three(record: dict[str, Any]) -> str:
     """The mean of the last three phases, its episodes, and whether it meets the goal by the goal's measure."""
     last = record["tests"][-3:]
     if not last:
         return "-"
     mean = float(np.mean([np.mean(x["returns"]) for x in last]))
-    text = f"{mean:.0f} ({sum(len(x['returns']) for x in last)} episodes"
-    target, reached, total = goal(record), last[-1]["updates"], record["config"]["train"]["total_updates"]
-    if target is not None:
-        if reached < total:
-            text += f"; unfinished at {reached} of {total} updates: not the goal's measure"
-        elif len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
-            text += f"; a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
-        else:
-            text += "; goal met" if mean >= target else "; goal not met"
-    return text + ")"
+    verdict = _verdict(record)
+    return f"{mean:.0f} ({sum(len(x['returns']) for x in last)} episodes" + (f"; {verdict}" if verdict else "") + ")"
+
+
+CAUSE_PARTS = ("model", "planner", "schedule")
+"""Where a shortfall lies, as issue 13 asks it to be named: the world model, the planner, or the schedule."""
+
+
+def load_causes(directory: Path, records: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """`causes.json` of a results folder: {"TASK/seed-N": {"part": one of CAUSE_PARTS, "why": text}}.
+
+    Each key must name a record of the folder and each part one of CAUSE_PARTS, so a typo fails loudly
+    instead of leaving a shortfall unexplained in the table.
+    """
+    path = Path(directory) / "causes.json"
+    if not path.exists():
+        return {}
+    try:
+        causes = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    known = sorted(f"{r['task']}/seed-{r['seed']}" for r in records)
+    for key, cause in causes.items():
+        if key not in known:
+            raise ValueError(f"{path}: {key!r} names no record here; records: {', '.join(known)}")
+        if not isinstance(cause, dict) or cause.get("part") not in CAUSE_PARTS or not cause.get("why"):
+            raise ValueError(f"{path}: {key!r} must be {{\"part\": one of {', '.join(CAUSE_PARTS)}, "
+                             f"\"why\": text}}, got {cause!r}")
+    return causes
+
+
+def _cause_cell(record: dict[str, Any], causes: dict[str, dict[str, str]]) -> str:
+    """Where a record falls short of its goal and why; "-" where it meets it or has no goal."""
+    cause = causes.get(f"{record['task']}/seed-{record['seed']}")
+    if cause:
+        return f"{cause['part']}: {cause['why']}"
+    return "not yet found" if _verdict(record) not in (None, "goal met") else "-"
 
 
 def _goal_cell(record: dict[str, Any]) -> str:
@@ -163,8 +204,9 @@ def _goal_cell(record: dict[str, Any]) -> str:
     return f"{target:.0f}" + (" (2x random)" if GOALS[record["task"]] is None else "")
 
 
-def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> str:
-    """Markdown: tasks as columns; one line per quantity."""
+def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
+          causes: dict[str, dict[str, str]] | None = None) -> str:
+    """Markdown: tasks as columns; one line per quantity, the cause of each shortfall the last."""
     by_task: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         by_task.setdefault(record["task"], []).append(record)
@@ -188,6 +230,8 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> 
     per_task("test return at the end", lambda t: joined(t, lambda r: _cell(_at(r, None, rates))))
     per_task("mean of the last 3 test phases", lambda t: joined(t, _last_three))
     per_task(f"goal for that mean (phases of at least {GOAL_EPISODES} episodes)", lambda t: joined(t, _goal_cell))
+    per_task("where it falls short, and why (the model, the planner or the schedule)",
+             lambda t: joined(t, lambda r: _cause_cell(r, causes or {})))
     per_task("PlaNet at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_100k", "-")))
     per_task("Dreamer at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("dreamer_100k", "-")))
     per_task("PlaNet paper, 1000 episodes (Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_paper", "-")))
@@ -296,6 +340,7 @@ def write_results(directory: Path) -> list[Path]:
     if not paths:
         raise FileNotFoundError(f"no records (TASK/seed-N/tests.jsonl) under {directory}")
     records = [load_record(p) for p in paths]
+    causes = load_causes(directory, records)
     rates_path = directory / "rates.json"
     rates = json.loads(rates_path.read_text()) if rates_path.exists() else {}
     minutes = (f"Minutes are estimated from each run's updates and decisions at the idle rates in rates.json, "
@@ -311,7 +356,7 @@ def write_results(directory: Path) -> list[Path]:
     text = (f"# planetrl, `{preset}` preset: test returns on the paper's tasks\n\n"
             f"Each cell: mean test return of one phase (updates, training episodes, environment steps = "
             f"decisions x action repeat, minutes). {minutes} Regenerate with "
-            f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates) + "\n"
+            f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates, causes) + "\n"
             + "".join(f"![{task}]({task}.png)\n" for task in by_task))
     notes = directory / "NOTES.md"
     if notes.exists():  # what the numbers cannot say themselves: unfinished runs, shared machines, causes
