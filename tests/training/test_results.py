@@ -128,6 +128,7 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     five = [[150.0] * 5] * 3
     assert _last_three(_fake("cheetah-run", [[0.0] * 5, *five])) == "150 (15 episodes; goal met)"
     assert _last_three(_fake("cheetah-run", [[130.0] * 5] * 3)).endswith("goal not met)")
+    assert _last_three(_fake("cheetah-run", [[139.96] * 5] * 3)) == "139.96 (15 episodes; goal not met)"
     # the same returns from two-episode phases do not count, however high they are
     assert "not the goal's measure" in _last_three(_fake("cheetah-run", [[500.0] * 2] * 3))
     assert "not the goal's measure" in _last_three(_fake("cheetah-run", [[500.0] * 5] * 2))

@@ -158,8 +158,9 @@ def _last_three(record: dict[str, Any]) -> str:
     if not last:
         return "-"
     mean = float(np.mean([np.mean(x["returns"]) for x in last]))
-    verdict = _verdict(record)
-    return f"{mean:.0f} ({sum(len(x['returns']) for x in last)} episodes" + (f"; {verdict}" if verdict else "") + ")"
+    verdict, target = _verdict(record), goal(record)
+    shown = f"{mean:.2f}" if target is not None and mean < target <= round(mean) else f"{mean:.0f}"  # no "300 < 300"
+    return f"{shown} ({sum(len(x['returns']) for x in last)} episodes" + (f"; {verdict}" if verdict else "") + ")"
 
 
 CAUSE_PARTS = ("model", "planner", "schedule")
