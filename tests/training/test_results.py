@@ -154,6 +154,12 @@ def test_each_shortfall_names_its_cause_and_a_typo_in_the_causes_fails(tmp_path)
     (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/seed-0": {"part": "luck", "why": "x"}}))
     with pytest.raises(ValueError, match="one of model, planner, schedule"):
         load_causes(tmp_path, [short, met])
+    (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/seed-1": {"part": "planner", "why": "x"}}))
+    with pytest.raises(ValueError, match="'cheetah-run/seed-1' meets its goal; remove its cause"):
+        load_causes(tmp_path, [short, met])
+    (tmp_path / "causes.json").write_text("[]")
+    with pytest.raises(ValueError, match="must hold an object keyed by TASK/seed-N, got list"):
+        load_causes(tmp_path, [short, met])
     (tmp_path / "causes.json").write_text("{")
     with pytest.raises(ValueError, match="is not valid JSON"):
         load_causes(tmp_path, [short, met])

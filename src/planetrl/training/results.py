@@ -138,6 +138,11 @@ def goal(record: dict[str, Any]) -> float | None:
     return fixed if fixed is not None else 2 * float(np.mean(record["random"]["returns"]))
 
 
+def _last_three_mean(record: dict[str, Any]) -> float:
+    """The mean of the last three test phases' mean returns (the goal's measure when they count)."""
+    return float(np.mean([np.mean(x["returns"]) for x in record["tests"][-3:]]))
+
+
 def _verdict(record: dict[str, Any]) -> str | None:
     """How the record stands against its goal, as the table says it; None where the task has no goal."""
     last = record["tests"][-3:]
@@ -149,7 +154,7 @@ def _verdict(record: dict[str, Any]) -> str | None:
         return f"unfinished at {reached} of {total} updates: not the goal's measure"
     if len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
         return f"a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
-    return "goal met" if float(np.mean([np.mean(x["returns"]) for x in last])) >= target else "goal not met"
+    return "goal met" if _last_three_mean(record) >= target else "goal not met"
 
 
 def _last_three(record: dict[str, Any]) -> str:
@@ -157,7 +162,7 @@ def _last_three(record: dict[str, Any]) -> str:
     last = record["tests"][-3:]
     if not last:
         return "-"
-    mean = float(np.mean([np.mean(x["returns"]) for x in last]))
+    mean = _last_three_mean(record)
     verdict, target = _verdict(record), goal(record)
     shown = f"{mean:.2f}" if target is not None and mean < target <= round(mean) else f"{mean:.0f}"  # no "300 < 300"
     return f"{shown} ({sum(len(x['returns']) for x in last)} episodes" + (f"; {verdict}" if verdict else "") + ")"
@@ -180,13 +185,17 @@ def load_causes(directory: Path, records: list[dict[str, Any]]) -> dict[str, dic
         causes = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise ValueError(f"{path} is not valid JSON: {error}") from None
-    known = sorted(f"{r['task']}/seed-{r['seed']}" for r in records)
+    if not isinstance(causes, dict):
+        raise ValueError(f"{path} must hold an object keyed by TASK/seed-N, got {type(causes).__name__}")
+    known = {f"{r['task']}/seed-{r['seed']}": r for r in records}
     for key, cause in causes.items():
         if key not in known:
-            raise ValueError(f"{path}: {key!r} names no record here; records: {', '.join(known)}")
+            raise ValueError(f"{path}: {key!r} names no record here; records: {', '.join(sorted(known))}")
         if not isinstance(cause, dict) or cause.get("part") not in CAUSE_PARTS or not cause.get("why"):
             raise ValueError(f"{path}: {key!r} must be {{\"part\": one of {', '.join(CAUSE_PARTS)}, "
                              f"\"why\": text}}, got {cause!r}")
+        if _verdict(known[key]) == "goal met":  # a rerun that met its goal leaves a stale cause behind
+            raise ValueError(f"{path}: {key!r} meets its goal; remove its cause")
     return causes
 
 
