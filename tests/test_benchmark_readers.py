@@ -100,3 +100,86 @@ def test_spinner_speed_reads_the_hinge_and_splits_a_mixed_run_by_its_noise(tmp_p
     assert [[e["id"] for e in group] for _, group in split] == [[0, 1], [2, 5, 8], [3, 4, 6, 7]]
     config_lib.save(config_lib.build(), tmp_path / "config.yaml")
     assert [len(group) for _, group in groups(tmp_path, episodes, seeds=2)] == [2, 7]
+
+
+def _cartpole_state(env) -> np.ndarray:
+    observation = env.task.get_observation(env.physics)
+    return np.concatenate([np.asarray(v).reshape(-1) for v in observation.values()])
+
+
+def test_cart_at_rail_reads_the_cart_position_and_calls_an_episode_pinned_only_at_one_end():
+    from dm_control import suite
+
+    from cart_at_rail import OUT_OF_VIEW, cart_column, episode_line
+
+    env = suite.load("cartpole", "swingup", task_kwargs={"random": 0})
+    env.reset()
+    with env.physics.reset_context():
+        env.physics.named.data.qpos["slider"] = 1.7
+    assert _cartpole_state(env)[cart_column()] == 1.7
+
+    physics = env.physics  # PlaNet's camera, at 64 x 64, with the cart painted red
+    physics.model.geom_rgba[physics.model.name2id("cart", "geom")] = [1, 0, 0, 1]
+
+    def cart_pixels(x: float) -> int:
+        with physics.reset_context():
+            physics.named.data.qpos["slider"] = x
+        image = physics.render(64, 64, camera_id=0).astype(int)
+        return int(((image[..., 0] > 150) & (image[..., 1] < 60) & (image[..., 2] < 60)).sum())
+
+    whole = cart_pixels(0.0)
+    assert whole > 0 and cart_pixels(1.4) == whole
+    assert cart_pixels(OUT_OF_VIEW) <= whole / 2
+    assert cart_pixels(1.8) == 0  # the rail's end
+
+    def episode(x: list[float]) -> dict:
+        state = np.zeros((len(x), 5))
+        state[:, 0] = x
+        return {"state": state, "reward": np.ones(len(x))}
+
+    line = episode_line(episode([0.0, 0.5, 1.8, 1.8, 1.8]), 0, tail=3)
+    assert line == {"out_of_view": 0.75, "pinned": True, "return": 5.0}  # the first state is before any decision
+    assert not episode_line(episode([0.0, 1.8, -1.8, 1.8, 1.8]), 0, tail=3)["pinned"]  # both ends: swinging
+    assert not episode_line(episode([0.0, 1.8, 1.8, 1.8, 1.0]), 0, tail=3)["pinned"]  # back in view at the end
+
+
+def test_cartpole_simulator_is_set_from_a_stored_state_and_runs_past_the_time_limit():
+    from dm_control import suite
+
+    from cartpole_plan_ranking import Simulator
+
+    env = suite.load("cartpole", "swingup", task_kwargs={"random": 0})
+    env.reset()
+    with env.physics.reset_context():
+        env.physics.named.data.qpos[:] = [0.7, 2.5]
+        env.physics.named.data.qvel[:] = [-0.3, 1.1]
+    stored = _cartpole_state(env).astype(np.float32)  # the episode files keep float32
+    sim = Simulator(repeat=8)
+    sim.set_state(stored)
+    np.testing.assert_allclose(_cartpole_state(sim.env), stored, atol=1e-6)
+    plan = np.random.default_rng(0).uniform(-1, 1, (1, 100, 1))
+    twice = sim.returns(stored, np.concatenate([plan, plan]))  # 1600 steps: past dm_control's 1000-step limit
+    assert twice[0].sum() > 0
+    np.testing.assert_allclose(twice[1], twice[0])
+
+
+def test_model_drift_scores_the_horizon_after_each_start_with_the_actions_taken():
+    import torch
+
+    from model_drift import horizon_returns, scores
+    from planetrl import config as config_lib
+    from planetrl.training.updater import build_world_model
+
+    cfg = config_lib.build("debug")
+    model = build_world_model(cfg, 2).eval()
+    steps, horizon = 9, 3
+    data = {"image": torch.zeros(1, steps, 64, 64, 3), "action": torch.rand(1, steps, 2),
+            "is_first": torch.arange(steps)[None] == 0, "reward": torch.arange(steps, dtype=torch.float32)}
+    with torch.no_grad():
+        posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
+        predicted, true, starts = horizon_returns(model, data, posterior, horizon, samples=2)
+    np.testing.assert_array_equal(starts, np.arange(steps - horizon))
+    np.testing.assert_allclose(true, [1 + 2 + 3, 2 + 3 + 4, 3 + 4 + 5, 4 + 5 + 6, 5 + 6 + 7, 6 + 7 + 8])
+    assert predicted.shape == true.shape and np.isfinite(predicted).all()
+    assert scores(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 4.0])) == {
+        "starts": 3, "return_mae": 0.333, "return_bias": -0.333, "return_corr": 0.929}

@@ -1,0 +1,81 @@
+"""How much of a cartpole-swingup run's episodes the cart spent out of the camera's view, pinned at the rail's end.
+
+A swing-up agent uses the rail: it drives the cart to one end to pump the pole. PlaNet's camera (the fixed
+one, id 0) shows the whole cart up to |x| = 1.4 m, half of it at 1.6 m and none at 1.8 m, where the cart stops
+at the rail's end (tests/test_benchmark_readers.py renders it). An agent that stays there, pushing against the
+end, swings the pole like a pendulum for a fraction of the upright reward. Each stored episode keeps
+dm_control's observation, flattened in its order (cart position, pole cos, pole sin, cart velocity, pole
+angular velocity). Prints one JSON line per group: the test phases (the seed episodes, then `--per-phase` per
+phase, in time order) or the training episodes in groups of `--group`, each with, per episode, the share of
+decisions out of view, whether the episode ended pinned (its last `--tail` decisions all out of view on one
+side) and the return.
+
+    python benchmarks/cart_at_rail.py RUN_DIR [--which test_episodes] [--per-phase 5] [--group 10] [--tail 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from planetrl.data.episodes import list_episodes, try_read_episode
+
+OUT_OF_VIEW = 1.6  # metres from the centre: past it, less than half of the cart is in view
+
+
+def cart_column() -> int:
+    """The cart position's index in cartpole-swingup's flattened state."""
+    from dm_control import suite
+
+    spec = suite.load("cartpole", "swingup").observation_spec()
+    if list(spec) != ["position", "velocity"] or spec["position"].shape != (3,):
+        raise RuntimeError(f"cartpole-swingup's observation is not (position[3], velocity): {dict(spec)}")
+    return 0
+
+
+def episode_line(episode: dict[str, np.ndarray], column: int, tail: int) -> dict[str, float | bool]:
+    x = np.asarray(episode["state"])[1:, column]
+    out = np.abs(x) > OUT_OF_VIEW
+    end = x[-tail:]
+    pinned = bool(np.all(end > OUT_OF_VIEW) or np.all(end < -OUT_OF_VIEW))
+    return {"out_of_view": round(float(out.mean()), 2), "pinned": pinned,
+            "return": round(float(np.sum(episode["reward"])), 1)}
+
+
+def groups(paths: list[Path], which: str, seed_episodes: int, per_phase: int, group: int
+           ) -> list[tuple[str, list[Path]]]:
+    if which == "test_episodes":
+        named = [("seed", paths[:seed_episodes])]
+        rest = paths[seed_episodes:]
+        named += [(f"phase {i // per_phase + 1}", rest[i:i + per_phase]) for i in range(0, len(rest), per_phase)]
+        return named
+    return [(f"episodes {i + 1}-{min(i + group, len(paths))}", paths[i:i + group]) for i in range(0, len(paths), group)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--which", default="test_episodes", choices=("test_episodes", "train_episodes"))
+    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first (test only)")
+    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
+    parser.add_argument("--group", type=int, default=10, help="training episodes per line")
+    parser.add_argument("--tail", type=int, default=40, help="decisions at the end that make an episode pinned")
+    args = parser.parse_args()
+    paths = list_episodes(args.run_dir / args.which)
+    if not paths:
+        raise SystemExit(f"no episodes in {args.run_dir / args.which}")
+    column = cart_column()
+    for name, chosen in groups(paths, args.which, args.seed_episodes, args.per_phase, args.group):
+        episodes = [e for e in map(try_read_episode, chosen) if e is not None]
+        lines = [episode_line(e, column, args.tail) for e in episodes]
+        print(json.dumps({"run": str(args.run_dir), "which": args.which, "group": name, "episodes": len(lines),
+                          "pinned": sum(line["pinned"] for line in lines),
+                          "mean_return": round(float(np.mean([line["return"] for line in lines])), 1),
+                          "per_episode": lines}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

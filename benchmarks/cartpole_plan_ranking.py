@@ -1,0 +1,179 @@
+"""Whether a cartpole-swingup world model ranks plans rightly from a state its agent was in: the model's
+predicted return of each plan against the simulator's, from the very same state.
+
+cartpole's state is fully known from the stored observation (cart position, pole cos and sin, both
+velocities), so the simulator can be set to any decision of a stored episode and run each candidate plan
+from there. For each chosen decision of one test episode this draws `--candidates` plans as CEM's first
+iteration does (Normal(0, 1) per action, clipped), adds the plan the run's own planner finds there with
+the kept model and the actions the agent really took next, and prints one JSON line with:
+
+- `corr`: the correlation of predicted and true horizon returns over the random candidates (ranking);
+- `best_true`: the simulator's best return among them, and `model_pick_true`: the true return of the one
+  the model rates highest;
+- `planner`: the planner's plan, predicted and true; `taken`: the actions the agent took, predicted and true;
+- `x`: the cart position, `out_of_view` (|x| > 1.6 m, beyond the camera's view);
+- with `--true-horizons 12,24`, `true_cem`: the same CEM search run on the simulator itself (a perfect
+  model) at each horizon: its plan's true return over the model's horizon and over its own, and its first
+  action, which tells whether even a perfect model's plan of that horizon leaves the state.
+
+The simulator is checked first: from the episode's first state, the actions taken must reproduce every
+stored reward (the script stops otherwise).
+
+    python benchmarks/cartpole_plan_ranking.py RUN_DIR --checkpoint U --episode I --decisions 20,60,80
+        [--candidates 300] [--samples 4] [--true-horizons 12,24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from cart_at_rail import OUT_OF_VIEW
+from planetrl.agents.mpc import MPCAgent
+from planetrl.data.episodes import list_episodes, try_read_episode
+from planetrl.envs.make import action_repeat
+from planetrl.models.world_model import WorldModel
+from planetrl.planning.cem import CEMSettings, plan
+from planetrl.training.planet import load_trained
+from world_model_check import episode_tensors
+
+
+class Simulator:
+    """dm_control's cartpole-swingup, set to a stored state and stepped with a plan at the run's action repeat."""
+
+    def __init__(self, repeat: int) -> None:
+        from dm_control import suite
+
+        self.env = suite.load("cartpole", "swingup")
+        self.env.reset()
+        self.repeat = repeat
+        self.substeps = round(self.env.control_timestep() / self.env.physics.timestep())
+
+    def set_state(self, state: np.ndarray) -> None:
+        physics = self.env.physics
+        with physics.reset_context():
+            physics.named.data.qpos["slider"] = state[0]
+            physics.named.data.qpos["hinge_1"] = np.arctan2(state[2], state[1])
+            physics.named.data.qvel["slider"] = state[3]
+            physics.named.data.qvel["hinge_1"] = state[4]
+
+    def step(self, action: np.ndarray) -> float:
+        """One control step as `Environment.step` takes it, without its time limit, which would reset the
+        simulator to a random state every 1000 steps."""
+        task, physics = self.env.task, self.env.physics
+        task.before_step(action, physics)
+        physics.step(self.substeps)
+        task.after_step(physics)
+        return float(task.get_reward(physics))
+
+    def returns(self, state: np.ndarray, plans: np.ndarray) -> np.ndarray:
+        """Per-decision rewards (N, H) of (N, H, 1) plans, each run from `state`."""
+        out = np.zeros(plans.shape[:2])
+        for n, actions in enumerate(plans):
+            self.set_state(state)
+            for h, action in enumerate(actions):
+                for _ in range(self.repeat):
+                    out[n, h] += self.step(action)
+        return out
+
+
+class SimulatorObjective:
+    """CEM's view of the simulator: every candidate run from the one state the planner was given."""
+
+    noise_size = 0
+
+    def __init__(self, sim: Simulator, state: np.ndarray) -> None:
+        self.sim, self.state = sim, state
+
+    def imagine(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        return torch.as_tensor(self.sim.returns(self.state, actions.double().numpy()), dtype=torch.float32)
+
+
+@torch.no_grad()
+def predicted_returns(model: WorldModel, start: dict[str, torch.Tensor], plans: torch.Tensor, samples: int
+                      ) -> np.ndarray:
+    """The model's horizon return of each (N, H, A) plan from one state, the mean over `samples` prior draws."""
+    state = {key: value.expand(len(plans) * samples, *value.shape[1:]) for key, value in start.items()}
+    features = model.dynamics.imagine_features(state, plans.repeat_interleave(samples, 0), sample=True)
+    return model.reward(features).float().sum(-1).reshape(len(plans), samples).mean(-1).numpy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--checkpoint", type=int, required=True, help="the kept model's updates")
+    parser.add_argument("--episode", type=int, required=True, help="index into the run's test episodes")
+    parser.add_argument("--decisions", required=True, help="comma-separated decisions of that episode")
+    parser.add_argument("--candidates", type=int, default=300)
+    parser.add_argument("--samples", type=int, default=4, help="prior draws per predicted return")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--true-horizons", default="", help="comma-separated horizons to plan on the simulator")
+    args = parser.parse_args()
+    cfg, model, updates = load_trained(args.run_dir, "cpu", args.checkpoint)
+    if cfg.env.task != "cartpole-swingup":
+        raise SystemExit(f"{args.run_dir} trained {cfg.env.task!r}; this script sets cartpole-swingup's simulator")
+    episode = try_read_episode(list_episodes(args.run_dir / "test_episodes")[args.episode])
+    if episode is None:
+        raise SystemExit(f"test episode {args.episode} of {args.run_dir} is unreadable")
+    states, rewards = np.asarray(episode["state"], np.float64), np.asarray(episode["reward"])
+    actions = np.asarray(episode["action"], np.float64)
+    horizon = cfg.planner.horizon
+    sim = Simulator(action_repeat(cfg.env))
+    replay = sim.returns(states[0], actions[None, 1:])[0]
+    if not np.allclose(replay, rewards[1:], atol=1e-3):
+        worst = int(np.argmax(np.abs(replay - rewards[1:])))
+        raise SystemExit(f"the simulator does not reproduce the stored rewards: decision {worst + 1} gives "
+                         f"{replay[worst]:.4f}, stored {rewards[worst + 1]:.4f}")
+    data = episode_tensors(episode, cfg.data.image_bits)
+    torch.manual_seed(args.seed)
+    posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
+    settings = CEMSettings(horizon, cfg.planner.iterations, cfg.planner.candidates, cfg.planner.elites)
+    objective = MPCAgent(model, _box(), 1, settings).objective
+    rng = np.random.default_rng(args.seed)
+    for t in (int(d) for d in args.decisions.split(",")):
+        if t + horizon >= len(actions):
+            raise SystemExit(f"decision {t} leaves no whole horizon of {horizon} decisions in an episode of "
+                             f"{len(actions) - 1}")
+        start = {key: value[:, t] for key, value in posterior.items()}
+        candidates = np.clip(rng.normal(size=(args.candidates, horizon, 1)), -1, 1)
+        generator = torch.Generator().manual_seed(args.seed + t)
+        planned = plan(objective, start, 1, settings, [generator]).mean.numpy().astype(np.float64)
+        taken = actions[None, t + 1:t + 1 + horizon]
+        plans = np.concatenate([candidates, planned, taken])
+        predicted = predicted_returns(model, start, torch.as_tensor(plans, dtype=torch.float32), args.samples)
+        true = sim.returns(states[t], plans).sum(-1)
+        n = args.candidates
+        true_cem = {}
+        for length in (int(h) for h in args.true_horizons.split(",") if h):
+            search = CEMSettings(length, settings.iterations, settings.candidates, settings.elites)
+            best = plan(SimulatorObjective(sim, states[t]), torch.zeros(1, 1), 1, search,
+                        [torch.Generator().manual_seed(args.seed + t)]).mean.numpy().astype(np.float64)
+            earned = sim.returns(states[t], best)[0]
+            true_cem[str(length)] = {"true": round(float(earned[:horizon].sum()), 2),
+                                     "true_own_horizon": round(float(earned.sum()), 2),
+                                     "first_action": round(float(best[0, 0, 0]), 2)}
+        print(json.dumps({
+            "run": str(args.run_dir), "model": updates, "episode": args.episode, "decision": t,
+            "x": round(float(states[t, 0]), 2), "out_of_view": bool(abs(states[t, 0]) > OUT_OF_VIEW),
+            "corr": round(float(np.corrcoef(predicted[:n], true[:n])[0, 1]), 3),
+            "best_true": round(float(true[:n].max()), 2),
+            "model_pick_true": round(float(true[:n][np.argmax(predicted[:n])]), 2),
+            "planner": {"predicted": round(float(predicted[n]), 2), "true": round(float(true[n]), 2),
+                        "first_action": round(float(planned[0, 0, 0]), 2)},
+            "taken": {"predicted": round(float(predicted[n + 1]), 2), "true": round(float(true[n + 1]), 2)},
+            **({"true_cem": true_cem} if true_cem else {}),
+        }), flush=True)
+
+
+def _box():
+    import gymnasium as gym
+
+    return gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+
+if __name__ == "__main__":
+    main()

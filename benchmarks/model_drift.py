@@ -1,0 +1,115 @@
+"""Whether a later kept model predicts worse than an earlier one, on episodes neither trained on.
+
+A test return that falls from one phase to the next (results/cpu/NOTES.md: cartpole-swingup seed 0, 333
+at 6000 updates, 243 at 7000) is either a worse world model or a planner that lands elsewhere with a model
+as good. For each kept model (`--checkpoints`) this scores the same held-out test episodes (`--phases`,
+1 = the first phase after the seed episodes; test episodes are never trained on):
+
+- `image_mse`: the posterior's reconstruction error per pixel value, in the preprocessed [-0.5, 0.5] units;
+- `reward_mae`: the posterior's reward error per decision;
+- `open_loop`: from the posterior at every decision, the planner's view: `--horizon` decisions imagined with
+  the actions really taken, prior states sampled as the planner samples them (`--samples` draws each).
+  It reports the mean absolute error of the predicted horizon return (`return_mae`), its mean bias
+  (`return_bias`, predicted minus true), and the correlation of predicted and true horizon returns across
+  start decisions (`return_corr`), which is what ranking plans needs. `--split D` reports the first D
+  decisions of each episode (for cartpole-swingup the swing-up) apart from the rest.
+
+Prints one JSON line per model.
+
+    python benchmarks/model_drift.py RUN_DIR --checkpoints 5000,6000,7000 --phases 6,7 [--horizon 12]
+        [--samples 4] [--split 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from planetrl.data.episodes import list_episodes, try_read_episode
+from planetrl.models.world_model import WorldModel
+from planetrl.training.planet import load_trained
+from world_model_check import episode_tensors
+
+
+@torch.no_grad()
+def horizon_returns(model: WorldModel, data: dict[str, torch.Tensor], posterior: dict[str, torch.Tensor],
+                    horizon: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Predicted (mean over `samples` prior draws) and true returns of the `horizon` decisions after each start.
+
+    Returns (predicted, true, start index) for every start with a whole horizon after it.
+    """
+    steps = data["action"].shape[1]
+    starts = np.arange(0, steps - horizon)
+    windows = torch.stack([data["action"][0, s + 1:s + 1 + horizon] for s in starts])
+    start_state = {key: value[0, starts].repeat_interleave(samples, 0) for key, value in posterior.items()}
+    features = model.dynamics.imagine_features(start_state, windows.repeat_interleave(samples, 0), sample=True)
+    predicted = model.reward(features).float().sum(-1).reshape(len(starts), samples).mean(-1).numpy()
+    rewards = data["reward"].numpy()
+    true = np.array([rewards[s + 1:s + 1 + horizon].sum() for s in starts])
+    return predicted, true, starts
+
+
+def scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float | int | None]:
+    return {"starts": len(true), "return_mae": round(float(np.abs(predicted - true).mean()), 3),
+            "return_bias": round(float((predicted - true).mean()), 3),
+            "return_corr": round(float(np.corrcoef(predicted, true)[0, 1]), 3) if len(true) > 2 else None}
+
+
+@torch.no_grad()
+def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: int, horizon: int, samples: int,
+                split: int) -> dict:
+    image_errors, reward_errors, predicted, true, starts = [], [], [], [], []
+    for episode in episodes:
+        data = episode_tensors(episode, bits)
+        posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
+        features = model.features(posterior)
+        image_errors.append(float(((model.decode(features).float() - data["image"]) ** 2).mean()))
+        reward_errors.append(float((model.reward(features)[0, 1:].float() - data["reward"][1:]).abs().mean()))
+        p, t, s = horizon_returns(model, data, posterior, horizon, samples)
+        predicted.append(p)
+        true.append(t)
+        starts.append(s)
+    predicted_all, true_all, starts_all = map(np.concatenate, (predicted, true, starts))
+    out = {"image_mse": round(float(np.mean(image_errors)), 5), "reward_mae": round(float(np.mean(reward_errors)), 4),
+           "open_loop": scores(predicted_all, true_all)}
+    if split:
+        early = starts_all < split
+        out[f"open_loop_first_{split}"] = scores(predicted_all[early], true_all[early])
+        out[f"open_loop_after_{split}"] = scores(predicted_all[~early], true_all[~early])
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--checkpoints", required=True, help="comma-separated updates of kept models")
+    parser.add_argument("--phases", required=True, help="comma-separated test phases, 1 = the first")
+    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
+    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
+    parser.add_argument("--horizon", type=int, default=12, help="decisions imagined (the planner's horizon)")
+    parser.add_argument("--samples", type=int, default=4, help="prior draws per start")
+    parser.add_argument("--split", type=int, default=0, help="report the first this many decisions apart")
+    args = parser.parse_args()
+    paths = list_episodes(args.run_dir / "test_episodes")
+    phases = [int(p) for p in args.phases.split(",")]
+    chosen = [path for phase in phases for path in
+              paths[args.seed_episodes + (phase - 1) * args.per_phase:][:args.per_phase]]
+    episodes = [e for e in map(try_read_episode, chosen) if e is not None]
+    if not episodes:
+        raise SystemExit(f"no readable test episodes for phases {args.phases} in {args.run_dir}")
+    returns = [round(float(np.sum(e["reward"])), 1) for e in episodes]
+    for checkpoint in (int(c) for c in args.checkpoints.split(",")):
+        torch.manual_seed(0)  # the posterior and prior samples: the same command gives the same figures
+        cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
+        line = {"run": str(args.run_dir), "model": updates, "phases": phases, "episodes": len(episodes),
+                "episode_returns": returns, "horizon": args.horizon, "samples": args.samples,
+                **score_model(model, episodes, cfg.data.image_bits, args.horizon, args.samples, args.split)}
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
