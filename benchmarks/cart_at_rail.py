@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 
-from planetrl.data.episodes import list_episodes, try_read_episode
+from _run_episodes import add_group_options, read_groups
 
 OUT_OF_VIEW = 1.6  # metres from the centre: past it, less than half of the cart is in view
 
@@ -45,34 +44,17 @@ def episode_line(episode: dict[str, np.ndarray], column: int, tail: int) -> dict
             "return": round(float(np.sum(episode["reward"])), 1)}
 
 
-def groups(paths: list[Path], which: str, seed_episodes: int, per_phase: int, group: int
-           ) -> list[tuple[str, list[Path]]]:
-    if which == "test_episodes":
-        named = [("seed", paths[:seed_episodes])]
-        rest = paths[seed_episodes:]
-        named += [(f"phase {i // per_phase + 1}", rest[i:i + per_phase]) for i in range(0, len(rest), per_phase)]
-        return named
-    return [(f"episodes {i + 1}-{min(i + group, len(paths))}", paths[i:i + group]) for i in range(0, len(paths), group)]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--which", default="test_episodes", choices=("test_episodes", "train_episodes"))
-    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first (test only)")
-    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
-    parser.add_argument("--group", type=int, default=10, help="training episodes per line")
+    add_group_options(parser)
     parser.add_argument("--tail", type=int, default=40, help="decisions at the end that make an episode pinned")
     args = parser.parse_args()
-    paths = list_episodes(args.run_dir / args.which)
-    if not paths:
-        raise SystemExit(f"no episodes in {args.run_dir / args.which}")
     column = cart_column()
-    for name, chosen in groups(paths, args.which, args.seed_episodes, args.per_phase, args.group):
-        episodes = [e for e in map(try_read_episode, chosen) if e is not None]
+    for name, episodes in read_groups(args):
         lines = [episode_line(e, column, args.tail) for e in episodes]
-        print(json.dumps({"run": str(args.run_dir), "which": args.which, "group": name, "episodes": len(lines),
-                          "pinned": sum(line["pinned"] for line in lines),
+        print(json.dumps({"run": str(args.run_dir), "which": args.which,
+                          ("phase" if args.which == "test_episodes" else "group"): name,
+                          "episodes": len(lines), "pinned": sum(line["pinned"] for line in lines),
                           "mean_return": round(float(np.mean([line["return"] for line in lines])), 1),
                           "per_episode": lines}), flush=True)
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 
-from planetrl.data.episodes import list_episodes, try_read_episode
+from _run_episodes import add_group_options, read_groups
 
 
 def pitch_column() -> int:
@@ -65,22 +64,10 @@ def flipped_share(episode: dict[str, np.ndarray], column: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--which", default="test_episodes", choices=("train_episodes", "test_episodes"))
-    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
-    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
-    parser.add_argument("--group", type=int, default=10, help="training episodes per line")
+    add_group_options(parser)
     args = parser.parse_args()
-    paths = list_episodes(args.run_dir / args.which)
-    episodes = [e for e in map(try_read_episode, paths) if e is not None]
-    if not episodes:
-        raise SystemExit(f"no readable episodes in {args.run_dir / args.which}")
     column, speed = pitch_column(), speed_column()
-    size = args.per_phase if args.which == "test_episodes" else args.group
-    groups = [("seed", episodes[:args.seed_episodes])]
-    rest = episodes[args.seed_episodes:]
-    groups += [(str(i // size + 1), rest[i:i + size]) for i in range(0, len(rest), size)]
-    for name, group in groups:
+    for name, group in read_groups(args):
         shares = [round(flipped_share(e, column), 2) for e in group]
         nose_down = [round(nose_down_share(e, column), 2) for e in group]
         print(json.dumps({"run": str(args.run_dir), "which": args.which,

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from _run_episodes import add_checkpoint_options, phase_paths
 from cheetah_flips import POSES, pitch_column, poses
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.models.world_model import WorldModel
@@ -61,11 +61,7 @@ def around_flip(model: WorldModel, data: dict[str, torch.Tensor], posterior: dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--checkpoints", required=True, help="comma-separated updates of kept models")
-    parser.add_argument("--phases", required=True, help="comma-separated test phases, 1 = the first")
-    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
-    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
+    add_checkpoint_options(parser)
     parser.add_argument("--before-flip", default="", help="comma-separated decisions before a flip to imagine from")
     args = parser.parse_args()
     before_flip = [int(k) for k in args.before_flip.split(",") if k]
@@ -75,8 +71,7 @@ def main() -> None:
         torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
         cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
         for phase in (int(p) for p in args.phases.split(",")):
-            start = args.seed_episodes + (phase - 1) * args.per_phase
-            episodes = [e for e in map(try_read_episode, paths[start:start + args.per_phase]) if e is not None]
+            episodes = [e for e in map(try_read_episode, phase_paths(paths, phase, args)) if e is not None]
             if not episodes:
                 raise SystemExit(f"no readable test episodes for phase {phase} in {args.run_dir}")
             true, predicted, pose = [], [], []

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 import torch
 
+from _run_episodes import add_checkpoint_options, phase_paths
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.models.world_model import WorldModel
 from planetrl.training.planet import load_trained
@@ -85,19 +85,14 @@ def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--checkpoints", required=True, help="comma-separated updates of kept models")
-    parser.add_argument("--phases", required=True, help="comma-separated test phases, 1 = the first")
-    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
-    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
+    add_checkpoint_options(parser)
     parser.add_argument("--horizon", type=int, default=12, help="decisions imagined (the planner's horizon)")
     parser.add_argument("--samples", type=int, default=4, help="prior draws per start")
     parser.add_argument("--split", type=int, default=0, help="report the first this many decisions apart")
     args = parser.parse_args()
     paths = list_episodes(args.run_dir / "test_episodes")
     phases = [int(p) for p in args.phases.split(",")]
-    chosen = [path for phase in phases for path in
-              paths[args.seed_episodes + (phase - 1) * args.per_phase:][:args.per_phase]]
+    chosen = [path for phase in phases for path in phase_paths(paths, phase, args)]
     episodes = [e for e in map(try_read_episode, chosen) if e is not None]
     if not episodes:
         raise SystemExit(f"no readable test episodes for phases {args.phases} in {args.run_dir}")

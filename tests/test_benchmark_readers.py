@@ -183,3 +183,29 @@ def test_model_drift_scores_the_horizon_after_each_start_with_the_actions_taken(
     assert predicted.shape == true.shape and np.isfinite(predicted).all()
     assert scores(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 4.0])) == {
         "starts": 3, "return_mae": 0.333, "return_bias": -0.333, "return_corr": 0.929}
+
+
+def test_run_episodes_groups_seed_episodes_then_phases_in_time_order(tmp_path):
+    import argparse
+    import datetime
+
+    from _run_episodes import phase_paths, read_groups
+    from planetrl.data.episodes import episode_name, list_episodes
+
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    directory = tmp_path / "test_episodes"
+    directory.mkdir()
+    for index in range(12):  # 5 seed episodes, a phase of 5, and 2 of the next phase; each rewards its index
+        episode = {"image": np.zeros((3, 4, 4, 3), np.uint8), "action": np.zeros((3, 1), np.float32),
+                   "reward": np.full(3, index, np.float32), "is_first": np.array([True, False, False]),
+                   "is_last": np.array([False, False, True]), "is_terminal": np.zeros(3, bool)}
+        np.savez(directory / episode_name(2, start + datetime.timedelta(seconds=index)),
+                 **episode)
+    (directory / "not-an-episode.txt").write_text("ignored")
+    args = argparse.Namespace(run_dir=tmp_path, which="test_episodes", seed_episodes=5, per_phase=5, group=10)
+    groups = read_groups(args)
+    assert [(name, [int(e["reward"][0]) for e in group]) for name, group in groups] == [
+        ("seed", [0, 1, 2, 3, 4]), ("1", [5, 6, 7, 8, 9]), ("2", [10, 11])]
+    paths = list_episodes(directory)
+    assert phase_paths(paths, 2, args) == paths[10:12]
+    assert phase_paths(paths, 1, args) == paths[5:10]
