@@ -29,6 +29,7 @@ import argparse
 import json
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -132,7 +133,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
     settings = CEMSettings(horizon, cfg.planner.iterations, cfg.planner.candidates, cfg.planner.elites)
-    objective = MPCAgent(model, _box(), 1, settings).objective
+    objective = MPCAgent(model, gym.spaces.Box(-1.0, 1.0, (1,), np.float32), 1, settings).objective
     rng = np.random.default_rng(args.seed)
     for t in (int(d) for d in args.decisions.split(",")):
         if t + horizon >= len(actions):
@@ -167,12 +168,6 @@ def main() -> None:
             "taken": {"predicted": round(float(predicted[n + 1]), 2), "true": round(float(true[n + 1]), 2)},
             **({"true_cem": true_cem} if true_cem else {}),
         }), flush=True)
-
-
-def _box():
-    import gymnasium as gym
-
-    return gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
 
 
 if __name__ == "__main__":
