@@ -26,6 +26,7 @@ stored reward (the script stops otherwise).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -34,12 +35,12 @@ import numpy as np
 import torch
 
 from cart_at_rail import OUT_OF_VIEW
-from planetrl.agents.mpc import MPCAgent
+from model_drift import imagined_returns
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.envs.make import action_repeat
-from planetrl.models.world_model import WorldModel
-from planetrl.planning.cem import CEMSettings, plan
-from planetrl.training.planet import load_trained
+from planetrl.models.world_model import autocast
+from planetrl.planning.cem import plan
+from planetrl.training.planet import build_mpc_agent, load_trained
 from world_model_check import episode_tensors
 
 
@@ -94,13 +95,13 @@ class SimulatorObjective:
         return torch.as_tensor(self.sim.returns(self.state, actions.double().numpy()), dtype=torch.float32)
 
 
-@torch.no_grad()
-def predicted_returns(model: WorldModel, start: dict[str, torch.Tensor], plans: torch.Tensor, samples: int
-                      ) -> np.ndarray:
-    """The model's horizon return of each (N, H, A) plan from one state, the mean over `samples` prior draws."""
-    state = {key: value.expand(len(plans) * samples, *value.shape[1:]) for key, value in start.items()}
-    features = model.dynamics.imagine_features(state, plans.repeat_interleave(samples, 0), sample=True)
-    return model.reward(features).float().sum(-1).reshape(len(plans), samples).mean(-1).numpy()
+class _OneEnv:
+    """The one continuous action of cartpole, as `build_mpc_agent` reads an env batch."""
+
+    action_space = gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __len__(self) -> int:
+        return 1
 
 
 def main() -> None:
@@ -132,8 +133,8 @@ def main() -> None:
     data = episode_tensors(episode, cfg.data.image_bits)
     torch.manual_seed(args.seed)
     posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
-    settings = CEMSettings(horizon, cfg.planner.iterations, cfg.planner.candidates, cfg.planner.elites)
-    objective = MPCAgent(model, gym.spaces.Box(-1.0, 1.0, (1,), np.float32), 1, settings).objective
+    agent = build_mpc_agent(cfg, model, _OneEnv(), seed=args.seed)  # the run's planner: its settings and objective
+    settings = agent.settings
     rng = np.random.default_rng(args.seed)
     for t in (int(d) for d in args.decisions.split(",")):
         if t + horizon >= len(actions):
@@ -142,15 +143,17 @@ def main() -> None:
         start = {key: value[:, t] for key, value in posterior.items()}
         candidates = np.clip(rng.normal(size=(args.candidates, horizon, 1)), -1, 1)
         generator = torch.Generator().manual_seed(args.seed + t)
-        planned = plan(objective, start, 1, settings, [generator]).mean.numpy().astype(np.float64)
+        with autocast(agent.device, agent.precision):
+            planned = plan(agent.objective, start, 1, settings, [generator]).mean.float().numpy().astype(np.float64)
         taken = actions[None, t + 1:t + 1 + horizon]
         plans = np.concatenate([candidates, planned, taken])
-        predicted = predicted_returns(model, start, torch.as_tensor(plans, dtype=torch.float32), args.samples)
+        predicted = imagined_returns(model, {key: value.expand(len(plans), *value.shape[1:]) for key, value in
+                                             start.items()}, torch.as_tensor(plans, dtype=torch.float32), args.samples)
         true = sim.returns(states[t], plans).sum(-1)
         n = args.candidates
         true_cem = {}
         for length in (int(h) for h in args.true_horizons.split(",") if h):
-            search = CEMSettings(length, settings.iterations, settings.candidates, settings.elites)
+            search = dataclasses.replace(settings, horizon=length)
             best = plan(SimulatorObjective(sim, states[t]), torch.zeros(1, 1), 1, search,
                         [torch.Generator().manual_seed(args.seed + t)]).mean.numpy().astype(np.float64)
             earned = sim.returns(states[t], best)[0]

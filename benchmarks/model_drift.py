@@ -36,6 +36,16 @@ from world_model_check import episode_tensors
 
 
 @torch.no_grad()
+def imagined_returns(model: WorldModel, states: dict[str, torch.Tensor], plans: torch.Tensor, samples: int
+                     ) -> np.ndarray:
+    """The predicted return of each (N, H, A) plan from its (N, ...) state: the mean over `samples` prior draws,
+    sampled as the planner samples them."""
+    repeated = {key: value.repeat_interleave(samples, 0) for key, value in states.items()}
+    features = model.dynamics.imagine_features(repeated, plans.repeat_interleave(samples, 0), sample=True)
+    return model.reward(features).float().sum(-1).reshape(len(plans), samples).mean(-1).numpy()
+
+
+@torch.no_grad()
 def horizon_returns(model: WorldModel, data: dict[str, torch.Tensor], posterior: dict[str, torch.Tensor],
                     horizon: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Predicted (mean over `samples` prior draws) and true returns of the `horizon` decisions after each start.
@@ -45,9 +55,7 @@ def horizon_returns(model: WorldModel, data: dict[str, torch.Tensor], posterior:
     steps = data["action"].shape[1]
     starts = np.arange(0, steps - horizon)
     windows = torch.stack([data["action"][0, s + 1:s + 1 + horizon] for s in starts])
-    start_state = {key: value[0, starts].repeat_interleave(samples, 0) for key, value in posterior.items()}
-    features = model.dynamics.imagine_features(start_state, windows.repeat_interleave(samples, 0), sample=True)
-    predicted = model.reward(features).float().sum(-1).reshape(len(starts), samples).mean(-1).numpy()
+    predicted = imagined_returns(model, {key: value[0, starts] for key, value in posterior.items()}, windows, samples)
     rewards = data["reward"].numpy()
     true = np.array([rewards[s + 1:s + 1 + horizon].sum() for s in starts])
     return predicted, true, starts
