@@ -53,6 +53,37 @@ def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(rec
     assert "is not a record (no tests.jsonl)" in capsys.readouterr().err
 
 
+def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_changed(record, tmp_path):
+    import yaml
+
+    from planetrl.training.results import load_record, variants_table
+
+    _, out = record
+    directory = tmp_path / "cpu"
+    shutil.copytree(out, directory / "mock" / "seed-0")
+    assert variants_table(directory, [load_record(directory / "mock" / "seed-0")]) == ""
+    variant = directory / "mock" / "lr-half" / "seed-0"
+    shutil.copytree(out, variant)
+    saved = yaml.safe_load((variant / "config.yaml").read_text())
+    saved["optim"]["lr"] = saved["optim"]["lr"] / 2
+    saved["run"]["stale_seconds"] = 60.0  # how a run was supervised is not a lever
+    del saved["model"]["init"]  # a key older code lacked counts at the value that code ran with: torch's
+    (variant / "config.yaml").write_text(yaml.safe_dump(saved))
+    tests = [json.loads(line) for line in (variant / "tests.jsonl").read_text().splitlines()]
+    tests[-1]["returns"] = [100.0] * len(tests[-1]["returns"])
+    (variant / "tests.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tests))
+    base = load_record(directory / "mock" / "seed-0")
+    row = variants_table(directory, [base]).splitlines()[-1]
+    lr = yaml.safe_load((out / "config.yaml").read_text())["optim"]["lr"]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[:4] == ["mock", "lr-half", "0", f"`model.init` tf -> torch, `optim.lr` {lr} -> {lr / 2}"]
+    assert cells[5].split(", ")[-1] == "100"
+    base_means = [sum(t["returns"]) / len(t["returns"]) for t in base["tests"]]
+    assert cells[7].startswith(f"{sum(base_means[-3:]) / len(base_means[-3:]):.0f} (")
+    assert main(["results", "table", "--dir", str(directory)]) == 0
+    assert "## Variants" in (directory / "README.md").read_text()
+
+
 def test_idle_rates_turn_counts_into_minutes(record):
     directory, _ = record
     (directory / "rates.json").write_text(json.dumps({"mock": {"seed_s": 60, "update_s": 10, "decision_s": 5,

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from planetrl import config as configs
 from planetrl.atomic import write_atomic
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.metrics import read_json_lines
@@ -250,6 +251,48 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
     return "\n".join(lines) + "\n"
 
 
+def variant_changes(variant: dict[str, Any], base: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """(key, the base's value, the variant's) for each config key the variant run changed, `run.*` aside.
+
+    Configs are read as planetrl reads saved ones, so a key a record's code did not have yet counts at the
+    value that code ran with, and only what the two runs really did differently is listed.
+    """
+    changed = configs.differences(configs.load(base["path"] / "config.yaml"),
+                                  configs.load(variant["path"] / "config.yaml"))
+    return [(key, old, new) for key, old, new in changed if not key.startswith("run.")]
+
+
+def _commit(record: dict[str, Any]) -> str:
+    path = Path(record["path"]) / "run_info.json"
+    commit = json.loads(path.read_text()).get("git_commit") if path.exists() else None
+    return commit[:7] if commit else "?"
+
+
+def variants_table(directory: Path, records: list[dict[str, Any]]) -> str:
+    """Markdown: each variant record (`TASK/VARIANT/seed-N/`) beside the table's record of its task and seed.
+
+    A variant is one lever tried against the preset; the row names what its config changed, both runs'
+    commits (the code may differ as well), its phase means, and both last-three means. Empty without variants.
+    """
+    paths = sorted(p.parent for p in Path(directory).glob("*/*/seed-*/tests.jsonl"))
+    if not paths:
+        return ""
+    bases = {(r["task"], r["seed"]): r for r in records}
+    lines = ["| task | variant | seed | what it changes against the preset's record of that seed | commit "
+             "(variant; preset's record) | test phase means | mean of the last 3 phases | the preset's record, "
+             "same seed |", "|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        variant = load_record(path)
+        base = bases.get((variant["task"], variant["seed"]))
+        changes = ", ".join(f"`{key}` {old} -> {new}" for key, old, new in variant_changes(variant, base)) \
+            if base else "-"
+        phase_means = ", ".join(f"{np.mean(t['returns']):.0f}" for t in variant["tests"]) or "-"
+        lines.append(f"| {variant['task']} | {path.parent.name} | {variant['seed']} | {changes or 'nothing'} | "
+                     f"{_commit(variant)}; {_commit(base) if base else '-'} | {phase_means} | "
+                     f"{_last_three(variant)} | {_last_three(base) if base else '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 def _draw_returns(axis: Any, xs: list[float], record: dict[str, Any], color: str, label: str) -> None:
     """Every test episode's return as a dot at its phase's x, and the phase means as a line."""
     for x, test in zip(xs, record["tests"], strict=True):
@@ -368,6 +411,11 @@ def write_results(directory: Path) -> list[Path]:
             f"decisions x action repeat, minutes). {minutes} Regenerate with "
             f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates, causes) + "\n"
             + "".join(f"![{task}]({task}.png)\n" for task in by_task))
+    variants = variants_table(directory, records)
+    if variants:
+        text += ("\n## Variants: one lever each, beside the preset on the same seed\n\n"
+                 "Records under `TASK/VARIANT/seed-N/`, run with `--set` on top of the preset; the notes say "
+                 "how each ran and what it shows.\n\n" + variants)
     notes = directory / "NOTES.md"
     if notes.exists():  # what the numbers cannot say themselves: unfinished runs, shared machines, causes
         text += "\n## Notes\n\n" + notes.read_text()
