@@ -78,8 +78,10 @@ def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_change
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[:4] == ["mock", "lr-half", "0", f"`model.init` tf -> torch, `optim.lr` {lr} -> {lr / 2}"]
     assert cells[5].split(", ")[-1] == "100"
-    base_means = [sum(t["returns"]) / len(t["returns"]) for t in base["tests"]]
-    assert cells[7].startswith(f"{sum(base_means[-3:]) / len(base_means[-3:]):.0f} (")
+    for cell, phases in ((cells[6], tests), (cells[7], base["tests"])):
+        means = [sum(t["returns"]) / len(t["returns"]) for t in phases][-3:]
+        assert cell.startswith(f"{sum(means) / len(means):.0f} (")
+    assert cells[6] != cells[7]
     assert main(["results", "table", "--dir", str(directory)]) == 0
     assert "## Variants" in (directory / "README.md").read_text()
 
