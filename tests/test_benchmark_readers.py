@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -209,3 +210,38 @@ def test_run_episodes_groups_seed_episodes_then_phases_in_time_order(tmp_path):
     paths = list_episodes(directory)
     assert phase_paths(paths, 2, args) == paths[10:12]
     assert phase_paths(paths, 1, args) == paths[5:10]
+
+
+def test_gradient_noise_recovers_a_known_signal_and_noise():
+    from gradient_noise import noise_figures
+
+    rng = np.random.default_rng(0)
+    draws, size, batch = 4000, 50, 8
+    mean = np.full(size, 0.2)  # |G|^2 = 50 * 0.04 = 2
+    grads = mean + rng.normal(0.0, 0.4, (draws, size))  # tr(Cov) = 50 * 0.16 = 8
+    figures = noise_figures(grads, batch)
+    assert abs(figures["signal"] - 2.0) < 0.1 and abs(figures["noise"] - 8.0) < 0.2
+    assert abs(figures["noise_to_signal"] - 4.0) < 0.3 and abs(figures["critical_batch"] - 32.0) < 2.5
+    # one draw's cosine with the mean of the rest: |G|^2 / (|G| sqrt(|G|^2 + noise)) = 2 / sqrt(2 * 10)
+    assert abs(figures["cosine"] - 2 / np.sqrt(20)) < 0.02
+    assert abs(figures["coordinate_signal"] - 0.04 / (0.04 + 0.16)) < 0.01  # every parameter: 0.2 of its step
+    pure_noise = noise_figures(rng.normal(0.0, 1.0, (draws, size)), batch)
+    assert abs(pure_noise["signal"]) < 0.5 and abs(pure_noise["cosine"]) < 0.05
+    assert pure_noise["coordinate_signal"] < 0.01
+
+
+def test_gradient_noise_takes_the_episodes_the_run_held_at_an_update(tmp_path):
+    import datetime
+
+    from gradient_noise import held_episodes
+    from planetrl.data.episodes import episode_name
+
+    start = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+    directory = tmp_path / "train_episodes"
+    directory.mkdir()
+    for index in range(9):
+        (directory / episode_name(3, start + datetime.timedelta(seconds=index))).write_bytes(b"")
+    held = held_episodes(tmp_path, 300, seed_episodes=5, collect_every=100)
+    assert [p.name for p in held] == sorted(p.name for p in directory.iterdir())[:8]
+    with pytest.raises(SystemExit, match="holds 9 episodes; update 500 needs 10"):
+        held_episodes(tmp_path, 500, seed_episodes=5, collect_every=100)
