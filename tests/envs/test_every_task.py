@@ -82,6 +82,11 @@ def test_unknown_dmc_task_is_refused_when_resolved():
         registry.resolve("dmc:ball_in_cup-spin")
 
 
+def test_a_misspelt_dmc_task_is_refused_with_the_names_it_is_close_to():
+    with pytest.raises(ValueError, match=r"unknown DMC task 'cartpol-swingup'\. Did you mean: cartpole-swingup,"):
+        registry.resolve("dmc:cartpol-swingup")
+
+
 def test_the_tasks_table_is_not_interleaved_with_library_noise(tmp_path):
     import os
     import subprocess

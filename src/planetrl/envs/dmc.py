@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Any
 
@@ -24,8 +25,10 @@ def check_dmc_task(domain: str, task: str) -> None:
 
     absl_logging.set_verbosity(absl_logging.ERROR)  # dm_control's INFO and deprecation lines are noise here
     if (domain, task) not in suite.ALL_TASKS:
-        known = ", ".join(f"{d}-{t}" for d, t in suite.ALL_TASKS)
-        raise ValueError(f"unknown DMC task '{domain}-{task}'; known: {known}")
+        names = [f"{d}-{t}" for d, t in suite.ALL_TASKS]
+        close = difflib.get_close_matches(f"{domain}-{task}", names, n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown DMC task '{domain}-{task}'.{hint} Known: {', '.join(names)}")
 
 
 class DMCEnv(gym.Env):
