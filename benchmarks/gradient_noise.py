@@ -4,7 +4,8 @@ The issue behind it (13) asks whether the gradient noise of the `cpu` preset's b
 test returns that rise and fall from phase to phase. For each kept model (`--checkpoints`) this draws
 `--draws` independent batches from the training episodes that the run held at that update (the seed episodes
 plus one per `train.collect_every` updates, oldest first), sampled and dequantized as the run's loader does,
-and takes the world-model loss's gradient on each, with the model in training mode, as an update does. From
+and takes the world-model loss's gradient on each, with the model in training mode and in the run's update
+precision (`optim.precision`), as an update does. From
 the draws g_1..g_M at batch size B, with mean g and G the expected gradient:
 
 - `noise` = tr(Cov g_i), the expected squared distance of one batch's gradient from G;
@@ -41,7 +42,7 @@ from planetrl.data.episodes import list_episodes
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
 from planetrl.losses import LossWeights, world_model_loss
-from planetrl.models.world_model import WorldModel
+from planetrl.models.world_model import WorldModel, autocast, resolve_precision
 from planetrl.training.planet import load_trained
 
 
@@ -59,7 +60,7 @@ def part_of(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-def batch_gradients(model: WorldModel, loader: Loader, weights: LossWeights, draws: int
+def batch_gradients(model: WorldModel, loader: Loader, weights: LossWeights, draws: int, precision: str = "fp32"
                     ) -> tuple[dict[str, np.ndarray], list[float]]:
     """Each part's (draws, parameters) gradients of the loss on `draws` fresh batches, and the losses."""
     model.train()
@@ -69,7 +70,8 @@ def batch_gradients(model: WorldModel, loader: Loader, weights: LossWeights, dra
     losses = []
     for batch in loader.take(draws):
         model.zero_grad(set_to_none=True)
-        loss, _ = world_model_loss(model, batch, weights)
+        with autocast(torch.device("cpu"), precision):
+            loss, _ = world_model_loss(model, batch, weights)
         loss.backward()
         losses.append(float(loss.detach()))
         by_part: dict[str, list[torch.Tensor]] = {part: [] for part in parts}
@@ -107,7 +109,6 @@ def main() -> None:
     parser.add_argument("--checkpoints", required=True, help="comma-separated updates of kept models")
     parser.add_argument("--draws", type=int, default=48, help="batches per model and batch size (at least 3)")
     parser.add_argument("--batch", default="", help="comma-separated batch sizes (default: the run's)")
-    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
     args = parser.parse_args()
     if args.draws < 3:
         parser.error(f"--draws must be at least 3, got {args.draws}")
@@ -115,7 +116,8 @@ def main() -> None:
         cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
         weights = LossWeights(**dataclasses.asdict(cfg.loss))
         sizes = [int(b) for b in args.batch.split(",")] if args.batch else [cfg.data.batch_size]
-        held = held_episodes(args.run_dir, updates, args.seed_episodes, cfg.train.collect_every)
+        held = held_episodes(args.run_dir, updates, cfg.train.seed_episodes, cfg.train.collect_every)
+        precision = resolve_precision(cfg.optim.precision, torch.device("cpu"))
         with tempfile.TemporaryDirectory() as directory:
             for path in held:
                 (Path(directory) / path.name).symlink_to(path.resolve())
@@ -124,9 +126,9 @@ def main() -> None:
             for size in sizes:
                 torch.manual_seed(0)  # the posterior samples: the same command gives the same figures
                 loader = Loader(replay, size, cfg.data.image_bits, "cpu", prefetch=0, seed=1234 + size)
-                grads, losses = batch_gradients(model, loader, weights, args.draws)
+                grads, losses = batch_gradients(model, loader, weights, args.draws, precision)
                 line = {"run": str(args.run_dir), "model": updates, "episodes_held": len(held), "batch": size,
-                        "chunk": cfg.data.chunk_length, "draws": args.draws,
+                        "chunk": cfg.data.chunk_length, "draws": args.draws, "precision": precision,
                         "loss": round(float(np.mean(losses)), 3),
                         "all": noise_figures(np.concatenate(list(grads.values()), axis=1), size),
                         "parts": {part: noise_figures(g, size) for part, g in grads.items() if g.shape[1]}}
