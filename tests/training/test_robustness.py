@@ -230,6 +230,23 @@ def test_a_typo_in_the_task_creates_nothing(tmp_path):
     assert not (tmp_path / "exp").exists()
 
 
+def test_a_task_whose_module_is_missing_names_the_extra_and_creates_nothing(tmp_path, capsys):
+    from planetrl.envs.registry import _REGISTRY, TaskSpec, make_mock, register
+
+    register(TaskSpec("needs-absent", make_mock, image_size=16, requires=("planetrl_no_such_module",),
+                      extra="absent"))
+    try:
+        logdir = tmp_path / "exp"
+        assert main(["train", "--logdir", str(logdir), "--task", "needs-absent", *DEBUG]) == 2
+        err = capsys.readouterr().err
+        assert "'planetrl_no_such_module'" in err and "planetrl[absent]" in err
+        assert not logdir.exists()
+        assert main(["sweep", "--logdir", str(logdir), "--tasks", "mock,needs-absent", "--preset", "debug"]) == 2
+        assert "planetrl[absent]" in capsys.readouterr().err and not logdir.exists()
+    finally:
+        del _REGISTRY["needs-absent"]
+
+
 def test_cuda_on_a_cpu_machine_creates_nothing(tmp_path, capsys):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +49,8 @@ class TaskSpec:
     environment steps (before action repeat); 0 means the env ends episodes itself.
     `state_constructor(seed=)`, when given, builds the task without rendering,
     observing only a float32 `state` (for model-free baselines from state).
+    `requires` names the modules the constructor imports that a plain install may lack, and `extra`
+    the `pip install 'planetrl[EXTRA]'` that brings them, so a run can refuse before it creates anything.
     """
 
     name: str
@@ -58,6 +61,16 @@ class TaskSpec:
     family: str = "custom"
     description: str = ""
     state_constructor: Callable[..., Any] | None = None
+    requires: tuple[str, ...] = ()
+    extra: str = ""
+
+
+def check_requirements(spec: TaskSpec) -> None:
+    """Raise ImportError naming the first module `spec` needs that is not installed, and how to get it."""
+    for module in spec.requires:
+        if importlib.util.find_spec(module) is None:
+            how = f"pip install 'planetrl[{spec.extra}]'" if spec.extra else f"install the '{module}' package"
+            raise ImportError(f"task '{spec.name}' needs the '{module}' module, which is not installed: {how}")
 
 
 _REGISTRY: dict[str, TaskSpec] = {}
@@ -153,7 +166,8 @@ def _gym_spec(name: str) -> TaskSpec:
 for _name, (_domain, _task, _) in PAPER_TASKS.items():
     register(_dmc_spec(_name, _domain, _task))
 register(TaskSpec("highway", make_highway_task, action_repeat=1, episode_steps=150, image_size=64,
-                  family="driving", description="offline driving: highway-env top-down, 20 cars, continuous"))
+                  family="driving", description="offline driving: highway-env top-down, 20 cars, continuous",
+                  requires=("highway_env",), extra="driving"))
 register(TaskSpec("mock-3d", make_mock_3d, action_repeat=1, episode_steps=0, image_size=16, family="mock",
                   description="MockEnv with 3-d actions and 30-step episodes (a second task for sweeps)"))
 register(TaskSpec("mock", make_mock, action_repeat=1, episode_steps=0, image_size=16, family="mock",
@@ -222,7 +236,8 @@ def resolve(name: str) -> TaskSpec:
     if name.startswith("carla:"):
         town = name.split(":", 1)[1] or "Town01"
         return TaskSpec(name, functools.partial(make_carla, town), action_repeat=1, episode_steps=1000,
-                        image_size=128, family="carla", description=f"CARLA {town}, RGB camera, synchronous")
+                        image_size=128, family="carla", description=f"CARLA {town}, RGB camera, synchronous",
+                        requires=("carla",), extra="carla")
     close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
     hint = f" Did you mean: {', '.join(close)}?" if close else ""
     raise ValueError(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from planetrl import config as config_lib
-from planetrl.envs.registry import resolve
+from planetrl.envs.registry import check_requirements, resolve
 from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
 from planetrl.training.rundir import prepare_run_dir
 from planetrl.training.updater import resolve_device
@@ -25,7 +25,10 @@ MakeRun = Callable[[Path, config_lib.AnyConfig, Callable[[], None]], Any]
 
 def check_before_creating(logdir: Path, cfg: config_lib.AnyConfig) -> None:
     """The task, the device and the logdir are checked before any directory is made or marked."""
-    resolve(cfg.env.task)
+    try:
+        check_requirements(resolve(cfg.env.task))
+    except ImportError as error:
+        raise config_lib.ConfigError(str(error)) from error
     try:
         resolve_device(cfg.run.device)
     except RuntimeError as error:
