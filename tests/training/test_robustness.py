@@ -267,6 +267,19 @@ def test_a_failed_run_says_why_when_run_again_and_retries_only_when_asked(tmp_pa
     assert (run / "DONE").exists() and not (run / "FAIL").exists()
 
 
+def test_a_damaged_checkpoint_fails_the_resume_naming_the_file_and_not_claiming_a_good_one(tmp_path, capsys):
+    (tmp_path / "run-00" / "checkpoints").mkdir(parents=True)
+    C.save(C.build("debug"), tmp_path / "run-00" / "config.yaml")
+    latest = tmp_path / "run-00" / "checkpoints" / "latest.pt"
+    torch.save({"updater": {}}, latest)
+    latest.write_bytes(latest.read_bytes()[:40])  # cut short, as a damaged copy would be
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 1
+    err = capsys.readouterr().err
+    assert f"{latest} is not a planetrl checkpoint" in err and "cannot be read" in err
+    assert "last good checkpoint is kept" not in err
+    assert latest.stat().st_size == 40  # left as found, for the user to restore
+
+
 def test_verbose_works_anywhere_on_the_command_line(tmp_path):
     with pytest.raises(FileNotFoundError):
         main(["eval", "--run", str(tmp_path / "nope"), "-v"])

@@ -17,7 +17,7 @@ from typing import Any
 from planetrl import config as config_lib
 from planetrl.envs.registry import check_requirements, resolve
 from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
-from planetrl.training.rundir import prepare_run_dir
+from planetrl.training.rundir import NotACheckpoint, prepare_run_dir
 from planetrl.training.updater import resolve_device
 
 MakeRun = Callable[[Path, config_lib.AnyConfig, Callable[[], None]], Any]
@@ -71,8 +71,9 @@ def _record_failure(run_dir: Path, claim: Claim, error: Exception) -> None:
     except (OSError, ClaimLost) as unrecorded:
         claim.abandon()
         where = f"FAIL could not be written ({unrecorded})"
-    print(f"run {run_dir} FAILED: {type(error).__name__}: {error}\n"
-          f"  {where}; the last good checkpoint is kept", file=sys.stderr)
+    kept = ("the checkpoint itself cannot be read: restore it from a copy, or start again in a new --logdir"
+            if isinstance(error, NotACheckpoint) else "the last good checkpoint is kept")
+    print(f"run {run_dir} FAILED: {type(error).__name__}: {error}\n  {where}; {kept}", file=sys.stderr)
 
 
 def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.AnyConfig, explicit: dict[str, object],
