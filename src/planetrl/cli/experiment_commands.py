@@ -25,13 +25,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not tasks or args.seeds < 1:
         raise config_lib.ConfigError(f"--tasks needs at least one task and --seeds at least 1, got "
                                      f"{args.tasks!r} and {args.seeds}")
-    from planetrl.envs.registry import check_requirements, resolve
+    from planetrl.training.runner import check_task
 
     for task in tasks:
-        try:
-            check_requirements(resolve(task))  # unknown or uninstallable tasks fail here, before anything starts
-        except ImportError as error:
-            raise config_lib.ConfigError(str(error)) from error
+        check_task(task)  # unknown or uninstallable tasks fail here, before anything starts
     cfg = resolve_config(args, {})
     train_args = ([f"--preset={args.preset}"] if args.preset else []) + \
         [f"--set={item}" for item in args.overrides] + ([f"--seed={args.seed}"] if args.seed is not None else [])

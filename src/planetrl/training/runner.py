@@ -23,12 +23,17 @@ from planetrl.training.updater import resolve_device
 MakeRun = Callable[[Path, config_lib.AnyConfig, Callable[[], None]], Any]
 
 
-def check_before_creating(logdir: Path, cfg: config_lib.AnyConfig) -> None:
-    """The task, the device and the logdir are checked before any directory is made or marked."""
+def check_task(name: str) -> None:
+    """ConfigError unless the task is known and the modules it needs are installed."""
     try:
-        check_requirements(resolve(cfg.env.task))
+        check_requirements(resolve(name))
     except ImportError as error:
         raise config_lib.ConfigError(str(error)) from error
+
+
+def check_before_creating(logdir: Path, cfg: config_lib.AnyConfig) -> None:
+    """The task, the device and the logdir are checked before any directory is made or marked."""
+    check_task(cfg.env.task)
     try:
         resolve_device(cfg.run.device)
     except RuntimeError as error:
