@@ -16,8 +16,13 @@ from typing import BinaryIO
 TEMPORARY_SUFFIX = ".tmp"
 
 
-def write_atomic(path: str | Path, data: bytes | str | Callable[[BinaryIO], None], fsync: bool = True) -> Path:
-    """Write bytes, text, or whatever `data(handle)` writes, to `path` atomically."""
+def write_atomic(path: str | Path, data: bytes | str | Callable[[BinaryIO], None], fsync: bool = True,
+                 previous: Path | None = None) -> Path:
+    """Write bytes, text, or whatever `data(handle)` writes, to `path` atomically.
+
+    With `previous`, the file at `path` (if any) is renamed there once the new one is written in full, just
+    before the new one takes its place; a stop between the two renames leaves `previous` and no `path`.
+    """
     path = Path(path)
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}{TEMPORARY_SUFFIX}")
     try:
@@ -29,6 +34,8 @@ def write_atomic(path: str | Path, data: bytes | str | Callable[[BinaryIO], None
             handle.flush()
             if fsync:
                 os.fsync(handle.fileno())
+        if previous is not None and path.exists():
+            os.replace(path, previous)
         os.replace(temporary, path)
     except Exception as error:
         cause = _os_error(error)

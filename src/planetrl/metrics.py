@@ -39,12 +39,21 @@ class MetricsLogger:
     """Writes scalars to `metrics.jsonl` (one object per call) and to TensorBoard under `events/`."""
 
     def __init__(self, run_dir: str | Path, tensorboard: bool = True, keep_through: int | None = None,
-                 wandb_project: str = "", config: Mapping[str, Any] | None = None) -> None:
+                 wandb_project: str = "", config: Mapping[str, Any] | None = None, keep_all: bool = False) -> None:
         """`keep_through`: on resume, the step of the checkpoint; records logged after it (before a kill)
-        are dropped from metrics.jsonl and TensorBoard, so every step appears once and steps only go up."""
+        are dropped from metrics.jsonl and TensorBoard, so every step appears once and steps only go up.
+
+        `keep_all`, for a resume from the checkpoint before a damaged one: the records after that checkpoint
+        also tell of episodes and test phases that stay on disk and are not done again, so every record is kept
+        and scalars are written only for steps after the last one logged.
+        """
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / "metrics.jsonl"
         self._writer: Any = None
+        self._logged_through = -1
+        if keep_all:
+            keep_through = None
+            self._logged_through = max((int(r.get("step", 0)) for r in read_json_lines(self.path)), default=-1)
         if keep_through is not None and self.path.exists():
             kept = [r for r in read_json_lines(self.path) if r.get("step", 0) <= keep_through]
             write_atomic(self.path, "".join(json.dumps(r) + "\n" for r in kept))
@@ -59,6 +68,8 @@ class MetricsLogger:
 
     def scalars(self, step: int, values: Mapping[str, float]) -> None:
         """Log named scalars at a step (keys like `train/loss`)."""
+        if step <= self._logged_through:
+            return
         clean = {k: float(v) for k, v in values.items() if v is not None and math.isfinite(float(v))}
         record = {"step": int(step), "time": round(time.time(), 3), **clean}
         with open(self.path, "a") as handle:

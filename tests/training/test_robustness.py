@@ -20,7 +20,7 @@ from planetrl.atomic import clean_temporaries, write_atomic
 from planetrl.cli import main
 from planetrl.metrics import MetricsLogger, read_metrics
 from planetrl.training.experiment import ClaimLost, try_claim
-from planetrl.training.planet import read_tests
+from planetrl.training.planet import load_trained, read_tests
 
 DEBUG = ["--preset", "debug", "--no-progress"]
 
@@ -278,6 +278,92 @@ def test_a_damaged_checkpoint_fails_the_resume_naming_the_file_and_not_claiming_
     assert f"{latest} is not a planetrl checkpoint" in err and "cannot be read" in err
     assert "last good checkpoint is kept" not in err
     assert latest.stat().st_size == 40  # left as found, for the user to restore
+
+
+def _metric_groups(run):
+    return [(r["step"], min(k for k in r if k not in ("step", "time"))) for r in read_metrics(run)]
+
+
+def test_a_damaged_latest_checkpoint_resumes_from_the_one_before_and_loses_no_episode_or_log_line(tmp_path, caplog):
+    """Each save keeps the checkpoint before it; when the latest is damaged from outside, the run goes on from the
+    earlier one, keeps the episodes and test phases done since, and ends as an undisturbed run does."""
+    argv = ["train", *DEBUG, "--set", "train.total_updates=16"]
+    assert main([*argv, "--logdir", str(tmp_path / "whole")]) == 0
+    logdir = tmp_path / "damaged"
+    assert main(["train", *DEBUG, "--logdir", str(logdir), "--set", "train.total_updates=8"]) == 0
+    run, checkpoints = logdir / "run-00", logdir / "run-00" / "checkpoints"
+    assert torch.load(checkpoints / "previous.pt", weights_only=True)["updates"] == 4
+    # Stopped at update 8 of 16 (as a killed run is), then its latest checkpoint is cut short from outside.
+    (run / "DONE").unlink()
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["train"]["total_updates"] = 16
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    episodes = sorted(p.name for p in (run / "train_episodes").glob("*.npz"))
+    latest = checkpoints / "latest.pt"
+    latest.write_bytes(latest.read_bytes()[:100])
+    with caplog.at_level(logging.WARNING, logger="planetrl"):
+        assert main([*argv, "--logdir", str(logdir)]) == 0
+    assert f"{latest} is not a planetrl checkpoint" in caplog.text and "previous.pt (updates 4)" in caplog.text
+    assert torch.load(latest, weights_only=True)["updates"] == 16
+    assert torch.load(checkpoints / "previous.pt", weights_only=True)["updates"] == 12
+    after = sorted(p.name for p in (run / "train_episodes").glob("*.npz"))
+    whole = tmp_path / "whole" / "run-00"
+    assert after[:len(episodes)] == episodes and len(after) == len(list((whole / "train_episodes").glob("*.npz")))
+    assert [t["updates"] for t in read_tests(run)] == [t["updates"] for t in read_tests(whole)]
+    # The collection and test phase logged at update 8 stay; updates 5-8, done again, are not logged twice.
+    assert _metric_groups(run) == _metric_groups(whole)
+    # Loading the trained model (eval, visualize, PlaNet.load) falls back the same way.
+    latest.write_bytes(b"damaged again")
+    assert load_trained(run)[2] == 12
+
+
+def test_a_checkpoint_keeps_the_one_before_and_never_keeps_a_damaged_one(tmp_path, caplog):
+    from planetrl.training.rundir import Checkpoint, NotACheckpoint
+
+    model = torch.nn.Linear(2, 2)
+    path = tmp_path / "latest.pt"
+
+    def checkpoint():
+        return Checkpoint(path, torch.device("cpu"), {"updater": model}, needs="updater")
+
+    writer = checkpoint()
+    writer.save(updates=1)
+    assert not (tmp_path / "previous.pt").exists()
+    writer.save(updates=2)
+    assert torch.load(tmp_path / "previous.pt", weights_only=True)["updates"] == 1
+    path.write_bytes(b"not a checkpoint")
+    reader = checkpoint()
+    with caplog.at_level(logging.WARNING, logger="planetrl"):
+        assert reader.restore()["updates"] == 1 and reader.fell_back
+    assert "using the checkpoint before it" in caplog.text
+    reader.save(updates=3)  # the damaged file is overwritten, not kept as the one before
+    assert torch.load(tmp_path / "previous.pt", weights_only=True)["updates"] == 1
+    assert checkpoint().restore()["updates"] == 3
+    # A stop between the two renames of a save leaves only the one before.
+    path.unlink()
+    assert checkpoint().restore()["updates"] == 1
+    # Neither readable: one error naming both files.
+    path.write_bytes(b"x")
+    (tmp_path / "previous.pt").write_bytes(b"y")
+    with pytest.raises(NotACheckpoint, match=r"latest\.pt is not .*previous\.pt is not"):
+        checkpoint().restore()
+
+
+def test_a_failed_save_leaves_the_latest_and_the_previous_checkpoint_as_they_were(tmp_path):
+    latest, previous = tmp_path / "latest.pt", tmp_path / "previous.pt"
+    latest.write_bytes(b"latest")
+    previous.write_bytes(b"previous")
+
+    def full_disk(handle):
+        handle.write(b"half")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        write_atomic(latest, full_disk, previous=previous)
+    assert latest.read_bytes() == b"latest" and previous.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.pt", "previous.pt"]
+    write_atomic(latest, b"new", previous=previous)
+    assert latest.read_bytes() == b"new" and previous.read_bytes() == b"latest"
 
 
 def test_verbose_works_anywhere_on_the_command_line(tmp_path):

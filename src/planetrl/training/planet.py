@@ -38,6 +38,7 @@ from planetrl.training.rundir import (
     Checkpoint,
     TorchRNG,
     load_checkpoint,
+    load_latest,
     prepare_run_dir,
     require_run_dir,
     save_checkpoint,
@@ -275,6 +276,7 @@ class PlanetRun:
             self.updates = int(checkpoint["updates"])
             log.info("resumed %s at update %d", self.run_dir, self.updates)
         self.logger = MetricsLogger(self.run_dir, keep_through=self.updates if checkpoint is not None else -1,
+                                    keep_all=self.checkpoint.fell_back,
                                     wandb_project=cfg.run.wandb_project, config=config_lib.to_dict(cfg))
         if checkpoint is None:
             counts = count_parameters(self.model)
@@ -436,7 +438,8 @@ def load_trained(run_dir: Path, device_name: str = "auto",
             listed = f"it kept the models at updates {', '.join(map(str, kept))}" if kept else \
                 "it kept none (train with --set train.keep_models=true to keep them)"
             raise FileNotFoundError(f"{run_dir} has no model kept at update {updates}; {listed}")
-    checkpoint = load_checkpoint(path, device, needs="updater")
+    checkpoint = load_checkpoint(path, device, needs="updater") if updates is not None else \
+        load_latest(path, device, needs="updater")[0]
     if checkpoint is None:
         raise FileNotFoundError(f"{run_dir} has no checkpoint yet ({path})")
     model = build_world_model(cfg, int(checkpoint["action_size"]))

@@ -1,13 +1,14 @@
 """The run directory: config.yaml and run_info.json, atomic checkpoints, machine info; shared by every recipe.
 
 Layout: `config.yaml` (the resolved config, reloaded on resume), `run_info.json`
-(code version and machine), `checkpoints/latest.pt`, `metrics.jsonl`,
+(code version and machine), `checkpoints/latest.pt` (and `previous.pt`, the one before it), `metrics.jsonl`,
 `events/`, `videos/`, episode folders, and the claim files of experiment.py.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -22,13 +23,26 @@ from planetrl.atomic import write_atomic
 from planetrl.models.world_model import native_bf16
 
 CHECKPOINT = "latest.pt"
+PREVIOUS_CHECKPOINT = "previous.pt"
 MODEL_SNAPSHOT = "model-{updates:07d}.pt"
 
+log = logging.getLogger(__name__)
 
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    """torch.save, atomically (a crash or a full disk leaves the previous checkpoint and no temporary file)."""
+
+def previous_of(path: Path) -> Path:
+    """Where the checkpoint before `path` is kept: `previous.pt` beside `latest.pt`, `NAME.previous.pt` otherwise."""
+    path = Path(path)
+    return path.with_name(PREVIOUS_CHECKPOINT if path.name == CHECKPOINT else f"{path.stem}.previous{path.suffix}")
+
+
+def save_checkpoint(path: Path, state: dict[str, Any], keep_previous: bool = False) -> None:
+    """torch.save, atomically (a crash or a full disk leaves the previous checkpoint and no temporary file).
+
+    With `keep_previous`, the file it replaces stays as `previous_of(path)`, for `load_latest` to fall back on
+    when the new one is later damaged from outside.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda handle: torch.save(state, handle))
+    write_atomic(path, lambda handle: torch.save(state, handle), previous=previous_of(path) if keep_previous else None)
 
 
 class NotACheckpoint(ValueError):
@@ -57,6 +71,34 @@ def load_checkpoint(path: Path, device: torch.device, needs: str | None = None) 
     return state
 
 
+def load_latest(path: Path, device: torch.device, needs: str | None = None) -> tuple[dict[str, Any] | None, Path]:
+    """The checkpoint at `path`, or the one before it when `path` is missing or damaged; and the file it came from.
+
+    Falling back is logged as a warning naming both files. Raises NotACheckpoint when neither loads, naming each;
+    returns (None, path) when there is neither.
+    """
+    path = Path(path)
+    previous = previous_of(path)
+    try:
+        state = load_checkpoint(path, device, needs)
+    except NotACheckpoint as damaged:
+        if not previous.exists():
+            raise
+        try:
+            state = load_checkpoint(previous, device, needs)
+        except NotACheckpoint as also:
+            raise NotACheckpoint(f"{damaged}; the one before it, {also}") from damaged
+        log.warning("%s; using the checkpoint before it, %s (updates %s)", damaged, previous, state.get("updates"))
+        return state, previous
+    if state is not None or not previous.exists():
+        return state, path
+    # Only a stop between the two renames of a save leaves the previous checkpoint without a latest one.
+    state = load_checkpoint(previous, device, needs)
+    log.warning("%s is missing; using the checkpoint before it, %s (updates %s)", path, previous,
+                state.get("updates") if state else None)
+    return state, previous
+
+
 class Stateful(Protocol):
     """Anything a checkpoint can hold: a module, an optimizer, a loader, an agent."""
 
@@ -79,18 +121,29 @@ class Checkpoint:
     """A run's state in one object: name its parts once, then `save(**values)` or `restore()` them all.
 
     Parts are saved under their names with `state_dict()`; plain values (counters, the config) beside
-    them. `needs` names the part that tells this recipe's checkpoints from another's.
+    them. `needs` names the part that tells this recipe's checkpoints from another's. Each save keeps the
+    one before it, so a checkpoint damaged from outside costs one save's progress, not the run.
     """
 
     def __init__(self, path: Path, device: torch.device, parts: dict[str, Stateful], needs: str) -> None:
         self.path, self.device, self.parts, self.needs = Path(path), device, parts, needs
+        self._latest_damaged = False
+        self.fell_back = False
+        """Whether `restore` read the checkpoint before the latest (missing or damaged): the run's logs reach
+        past the state it resumes from."""
 
     def save(self, **values: Any) -> None:
-        save_checkpoint(self.path, {**{name: part.state_dict() for name, part in self.parts.items()}, **values})
+        """Write every part; the file replaced becomes the previous one, unless it was found damaged."""
+        state = {**{name: part.state_dict() for name, part in self.parts.items()}, **values}
+        save_checkpoint(self.path, state, keep_previous=not self._latest_damaged)
+        self._latest_damaged = False
 
     def restore(self) -> dict[str, Any] | None:
-        """Load every part from the file and return the plain values; None when there is no checkpoint yet."""
-        state = load_checkpoint(self.path, self.device, needs=self.needs)
+        """Load every part from the file (or the one before it) and return the plain values; None when there is
+        no checkpoint yet."""
+        state, source = load_latest(self.path, self.device, needs=self.needs)
+        self.fell_back = source != self.path
+        self._latest_damaged = self.fell_back and self.path.exists()
         if state is None:
             return None
         for name, part in self.parts.items():
