@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections import defaultdict
 from collections.abc import Mapping
@@ -72,8 +73,7 @@ class MetricsLogger:
             return
         clean = {k: float(v) for k, v in values.items() if v is not None and math.isfinite(float(v))}
         record = {"step": int(step), "time": round(time.time(), 3), **clean}
-        with open(self.path, "a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        append_json_line(self.path, record)
         if self._writer is not None:
             for key, value in clean.items():
                 self._writer.add_scalar(key, value, step)
@@ -121,6 +121,20 @@ def _start_wandb(run_dir: Path, project: str, config: Mapping[str, Any] | None) 
     run_id = hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:16]
     return wandb.init(project=project, dir=str(run_dir), id=run_id, resume="allow", name=run_dir.name,
                       config=dict(config or {}))
+
+
+def append_json_line(path: str | Path, record: Mapping[str, Any]) -> None:
+    """Append one JSON record as a line; a line a kill or a full disk left torn is ended first, so the torn
+    line stays one unreadable line (skipped by `read_json_lines`) and does not swallow this record."""
+    with open(path, "ab+") as handle:
+        handle.seek(0, os.SEEK_END)
+        if handle.tell() > 0:
+            handle.seek(-1, os.SEEK_END)
+            torn = handle.read(1) != b"\n"
+            handle.seek(0, os.SEEK_END)
+            if torn:
+                handle.write(b"\n")
+        handle.write((json.dumps(dict(record)) + "\n").encode())
 
 
 def read_json_lines(path: str | Path) -> list[dict[str, Any]]:

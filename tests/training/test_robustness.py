@@ -366,6 +366,55 @@ def test_a_failed_save_leaves_the_latest_and_the_previous_checkpoint_as_they_wer
     assert latest.read_bytes() == b"new" and previous.read_bytes() == b"latest"
 
 
+def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path):
+    from planetrl.metrics import append_json_line, read_json_lines
+
+    path = tmp_path / "tests.jsonl"
+    append_json_line(path, {"updates": 1})
+    with open(path, "a") as handle:  # a kill or a full disk in the middle of a write
+        handle.write('{"updates": 2, "ret')
+    append_json_line(path, {"updates": 3})
+    assert read_json_lines(path) == [{"updates": 1}, {"updates": 3}]
+
+
+def test_hand_damaged_bookkeeping_files_are_named_and_worked_around(tmp_path, caplog):
+    """A nonsense test record, an unreadable seed-episode count or machine info: status, export and a resumed
+    run each say which file and go on."""
+    from planetrl.training.results import export_record
+    from planetrl.training.sweep import status_rows
+
+    argv = ["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=16"]
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=8"]) == 0
+    run = tmp_path / "run-00"
+    tests = read_tests(run)
+    with open(run / "tests.jsonl", "a") as handle:
+        handle.write('{"updates": "abc", "returns": "x"}\n{"updates": 3, "returns": [NaN]}\n')
+    (run / "run_info.json").write_text("[1, 2")
+    (run / "seed_episodes.json").write_text("zz")
+    with caplog.at_level(logging.WARNING, logger="planetrl"):
+        [row] = status_rows(tmp_path)
+        assert read_tests(run) == tests
+    assert row["updates"] == 8 and row["test_return"] == pytest.approx(sum(tests[-1]["returns"]) / 2)
+    assert f"tests.jsonl: record {len(tests) + 1} is not a test phase" in caplog.text
+    assert f"tests.jsonl: record {len(tests) + 2} is not" in caplog.text
+    assert "run_info.json cannot be read" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="planetrl"):
+        export_record(run, tmp_path / "record")
+    assert "seed_episodes.json cannot be read" in caplog.text and "2 seed episodes, from the first collection" \
+        in caplog.text
+    assert len(json.loads((tmp_path / "record" / "random.json").read_text())["returns"]) == 2
+    # The run goes on past them and ends as an undisturbed one does; the count is written back.
+    (run / "DONE").unlink()
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["train"]["total_updates"] = 16
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    assert main(argv) == 0
+    assert json.loads((run / "seed_episodes.json").read_text()) == {"train": 2}
+    assert [t["updates"] for t in read_tests(run)] == [8, 12]
+    assert len(list((run / "train_episodes").glob("*.npz"))) == 6
+
+
 def test_verbose_works_anywhere_on_the_command_line(tmp_path):
     with pytest.raises(FileNotFoundError):
         main(["eval", "--run", str(tmp_path / "nope"), "-v"])

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from planetrl.atomic import write_atomic
+from planetrl.metrics import append_json_line
 
 PING, DONE, FAIL = "PING", "DONE", "FAIL"
 
@@ -150,8 +151,7 @@ def try_claim(run_dir: Path, stale_seconds: float, worker: str | None = None) ->
         json.dump({"worker": worker, "host": host, "pid": pid, "time": time.time()}, handle)
     for stale in run_dir.glob(".PING.stale.*"):
         stale.unlink(missing_ok=True)
-    with open(run_dir / "claims.jsonl", "a") as handle:
-        handle.write(json.dumps({"worker": worker, "time": time.time(), "took_over": state == "stale"}) + "\n")
+    append_json_line(run_dir / "claims.jsonl", {"worker": worker, "time": time.time(), "took_over": state == "stale"})
     return Claim(run_dir, worker, heartbeat=max(min(stale_seconds / 4, 30.0), 0.05))
 
 

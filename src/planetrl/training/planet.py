@@ -27,7 +27,7 @@ from planetrl.data.replay import Replay
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, decisions_per_episode, make_batch_env
 from planetrl.envs.registry import import_task_modules
-from planetrl.metrics import MetricsLogger, StreamingMean, read_json_lines
+from planetrl.metrics import MetricsLogger, StreamingMean, append_json_line
 from planetrl.models.world_model import WorldModel, count_parameters, resolve_precision
 from planetrl.planning.cem import CEMSettings
 from planetrl.training.driver import Driver
@@ -43,6 +43,7 @@ from planetrl.training.rundir import (
     require_run_dir,
     save_checkpoint,
 )
+from planetrl.training.runfiles import SEED_MARKER, TESTS, read_seeded, read_tests
 from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
 
@@ -59,11 +60,6 @@ log = logging.getLogger(__name__)
 
 def _write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data) + "\n")
-
-
-def read_tests(run_dir: Path) -> list[dict[str, Any]]:
-    """The completed test phases, from tests.jsonl."""
-    return read_json_lines(Path(run_dir) / "tests.jsonl")
 
 
 def explores_mixed(planner: config_lib.PlannerConfig, collected: int) -> bool:
@@ -183,11 +179,15 @@ class PlanetRun:
         log.info("%d random seed episodes in %s", catalog.count(), directory)
 
     def _seeded(self) -> int:
-        """Random seed episodes in the train directory, as recorded when seeding finished."""
-        marker = self.run_dir / "seed_episodes.json"
-        if not marker.exists():
-            _write_json(marker, {"train": self.train_catalog.count()})
-        return int(json.loads(marker.read_text())["train"])
+        """Random seed episodes in the train directory, as recorded when seeding finished (rewritten when
+        it had to be recovered)."""
+        marker = self.run_dir / SEED_MARKER
+        count = read_seeded(self.run_dir, episodes_now=self.train_catalog.count())
+        if count is None:
+            count = self.train_catalog.count()
+        if not marker.exists() or marker.read_text() != json.dumps({"train": count}) + "\n":
+            _write_json(marker, {"train": count})
+        return count
 
     def _collected(self) -> int:
         """Episodes collected by the agent: valid train episodes beyond the random seed ones."""
@@ -388,8 +388,7 @@ class PlanetRun:
                   "time": time.time(),
                   "train_episodes": metrics["test/train_episodes"], "env_steps": self._env_steps()}
         self.fence()
-        with open(self.run_dir / "tests.jsonl", "a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        append_json_line(self.run_dir / TESTS, record)
         for path in writer.written:
             os.replace(path, self.test_dir / path.name)
         return metrics

@@ -27,6 +27,7 @@ from planetrl import config as configs
 from planetrl.atomic import write_atomic
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.metrics import read_json_lines
+from planetrl.training.runfiles import SEED_MARKER, read_seeded, read_tests
 
 RECORD_FILES = ("config.yaml", "run_info.json", "metrics.jsonl", "tests.jsonl")
 PAPER_TASKS = ("cartpole-swingup", "reacher-easy", "cheetah-run", "finger-spin", "cup-catch", "walker-walk")
@@ -57,7 +58,9 @@ def export_record(run_dir: Path, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     for name in RECORD_FILES:
         shutil.copyfile(run_dir / name, out / name)
-    seeded = json.loads((run_dir / "seed_episodes.json").read_text())["train"]
+    seeded = read_seeded(run_dir)
+    if seeded is None:
+        raise FileNotFoundError(f"{run_dir} has no {SEED_MARKER}: its random seed episodes were never completed")
     returns = [float(read_episode(p)["reward"].sum()) for p in list_episodes(run_dir / "train_episodes")[:seeded]]
     claims = read_json_lines(run_dir / "claims.jsonl")
     write_atomic(out / "random.json", json.dumps({"returns": returns, "start_time": claims[0]["time"],
@@ -77,7 +80,7 @@ def load_record(path: Path) -> dict[str, Any]:
             decisions += record["train/length"]
             decisions_at.append((record["step"], decisions))
     return {"path": path, "task": config["env"]["task"], "seed": config["run"]["seed"], "config": config,
-            "random": random, "tests": read_json_lines(path / "tests.jsonl"), "metrics": metrics,
+            "random": random, "tests": read_tests(path), "metrics": metrics,
             "decisions_at": decisions_at}
 
 

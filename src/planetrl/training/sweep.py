@@ -12,7 +12,6 @@ every node sees.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 
 from planetrl.metrics import read_json_lines
 from planetrl.training.experiment import run_state
+from planetrl.training.runfiles import read_json_file, read_tests
 
 log = logging.getLogger(__name__)
 
@@ -133,17 +133,17 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
 
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     claims = read_json_lines(run_dir / "claims.jsonl")
-    tests = read_json_lines(run_dir / "tests.jsonl")
+    tests = read_tests(run_dir)
     metrics = read_json_lines(run_dir / "metrics.jsonl")
     episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
     updates = max((int(r["step"]) for r in metrics if any(k.startswith("train/") for k in r)), default=0)
     start = claims[0]["time"] if claims else None
     end = max((r["time"] for r in metrics), default=start)
     if (run_dir / "DONE").exists():
-        end = json.loads((run_dir / "DONE").read_text()).get("time", end)
+        end = read_json_file(run_dir / "DONE").get("time", end)
     elif start is not None and run_state(run_dir, stale_seconds) == "running":
         end = time.time()
-    info = json.loads((run_dir / "run_info.json").read_text()) if (run_dir / "run_info.json").exists() else {}
+    info = read_json_file(run_dir / "run_info.json")
     return {
         "run": str(run_dir), "task": config["env"]["task"], "seed": config["run"]["seed"],
         "state": run_state(run_dir, stale_seconds), "episodes": episodes, "updates": updates,
