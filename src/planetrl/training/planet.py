@@ -113,6 +113,7 @@ class PlanetRun:
         self.test_env: BatchEnv | None = None
         self.logger: MetricsLogger | None = None
         self.progress_view: RunProgress | None = None
+        self._seed_count: int | None = None
 
     # -------------------------------------------------------------- pieces
 
@@ -179,15 +180,16 @@ class PlanetRun:
         log.info("%d random seed episodes in %s", catalog.count(), directory)
 
     def _seeded(self) -> int:
-        """Random seed episodes in the train directory, as recorded when seeding finished (rewritten when
-        it had to be recovered)."""
-        marker = self.run_dir / SEED_MARKER
-        count = read_seeded(self.run_dir, episodes_now=self.train_catalog.count())
-        if count is None:
-            count = self.train_catalog.count()
-        if not marker.exists() or marker.read_text() != json.dumps({"train": count}) + "\n":
-            _write_json(marker, {"train": count})
-        return count
+        """Random seed episodes in the train directory, as recorded when seeding finished; read (and written,
+        or rewritten when it had to be recovered) at the first call after seeding, as it never changes after."""
+        if self._seed_count is None:
+            marker, now = self.run_dir / SEED_MARKER, self.train_catalog.count()
+            count = read_seeded(self.run_dir, episodes_now=now)
+            count = now if count is None else count
+            if not marker.exists() or marker.read_text() != json.dumps({"train": count}) + "\n":
+                _write_json(marker, {"train": count})
+            self._seed_count = count
+        return self._seed_count
 
     def _collected(self) -> int:
         """Episodes collected by the agent: valid train episodes beyond the random seed ones."""

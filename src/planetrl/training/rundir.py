@@ -94,8 +94,7 @@ def load_latest(path: Path, device: torch.device, needs: str | None = None) -> t
         return state, path
     # Only a stop between the two renames of a save leaves the previous checkpoint without a latest one.
     state = load_checkpoint(previous, device, needs)
-    log.warning("%s is missing; using the checkpoint before it, %s (updates %s)", path, previous,
-                state.get("updates") if state else None)
+    log.warning("%s is missing; using the checkpoint before it, %s (updates %s)", path, previous, state.get("updates"))
     return state, previous
 
 
