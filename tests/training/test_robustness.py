@@ -308,7 +308,8 @@ def test_a_damaged_latest_checkpoint_resumes_from_the_one_before_and_loses_no_ep
     assert torch.load(checkpoints / "previous.pt", weights_only=True)["updates"] == 12
     after = sorted(p.name for p in (run / "train_episodes").glob("*.npz"))
     whole = tmp_path / "whole" / "run-00"
-    assert after[:len(episodes)] == episodes and len(after) == len(list((whole / "train_episodes").glob("*.npz")))
+    # Names sort by second, then by a random id, so episodes written in the same second may interleave.
+    assert set(episodes) <= set(after) and len(after) == len(list((whole / "train_episodes").glob("*.npz")))
     assert [t["updates"] for t in read_tests(run)] == [t["updates"] for t in read_tests(whole)]
     # The collection and test phase logged at update 8 stay; updates 5-8, done again, are not logged twice.
     assert _metric_groups(run) == _metric_groups(whole)
