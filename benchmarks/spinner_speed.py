@@ -6,9 +6,12 @@ stays at zero has to be read from the episodes themselves. Each stored episode k
 JSON line per group of episodes (the first `--seed-episodes` are random, the rest the planner's): the
 rewarded decisions, how many episodes never turned the spinner faster than 1 rad/s, and each episode's
 fastest turn the way the reward counts (minus the most negative hinge velocity). A run with
-`planner.mixed_noise` splits the planner's episodes by the noise each explored with.
+`planner.mixed_noise` splits the planner's episodes by the noise each explored with. With `--tests` it reads
+the test episodes instead, one line per test phase, to tell a phase whose agent spins less often from one
+whose agent spins slower (`share_over_15_rad_s`: each episode's share of steps that pay).
 
     python benchmarks/spinner_speed.py RUN_DIR [RUN_DIR ...] [--seed-episodes 5] [--episodes N]
+        [--tests [--per-phase 5]]
 """
 
 from __future__ import annotations
@@ -19,9 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from _run_episodes import add_phase_options, read_groups
 from planetrl import config as config_lib
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.training.planet import explores_mixed
+
+PAYING_SPEED = 15.0  # rad/s, the hinge speed from which finger-spin rewards
 
 
 def hinge_column() -> int:
@@ -38,21 +44,30 @@ def hinge_column() -> int:
 
 
 def summary(episodes: list[dict[str, np.ndarray]], column: int) -> dict[str, object]:
-    fastest = [float(-np.asarray(e["state"])[:, column].min()) for e in episodes]
+    spins = [-np.asarray(e["state"])[:, column] for e in episodes]
     return {"episodes": len(episodes),
             "rewarded_decisions": int(sum((np.asarray(e["reward"]) > 0).sum() for e in episodes)),
-            "episodes_spinner_under_1_rad_s": sum(speed < 1.0 for speed in fastest),
-            "fastest_spin_rad_s": [round(speed, 1) + 0.0 for speed in fastest]}
+            "episodes_spinner_under_1_rad_s": sum(float(spin.max()) < 1.0 for spin in spins),
+            "fastest_spin_rad_s": [round(float(spin.max()), 1) + 0.0 for spin in spins],
+            "share_over_15_rad_s": [round(float(np.mean(spin >= PAYING_SPEED)), 3) for spin in spins]}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--seed-episodes", type=int, default=5)
+    add_phase_options(parser)
     parser.add_argument("--episodes", type=int, help="only the first N episodes of each run")
+    parser.add_argument("--tests", action="store_true", help="the test episodes, one line per test phase")
     args = parser.parse_args()
     column = hinge_column()
     for run in args.runs:
+        if args.tests:
+            stored = argparse.Namespace(run_dir=run, which="test_episodes", seed_episodes=args.seed_episodes,
+                                        per_phase=args.per_phase)
+            phases = read_groups(stored)
+            for phase, group in phases[1:]:
+                print(json.dumps({**summary(group, column), "run": str(run), "test_phase": int(phase)}), flush=True)
+            continue
         paths = list_episodes(run / "train_episodes")[:args.episodes]
         episodes = [e for e in map(try_read_episode, paths) if e is not None]
         if not episodes:

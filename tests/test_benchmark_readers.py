@@ -103,6 +103,19 @@ def test_spinner_speed_reads_the_hinge_and_splits_a_mixed_run_by_its_noise(tmp_p
     assert [len(group) for _, group in groups(tmp_path, episodes, seeds=2)] == [2, 7]
 
 
+def test_spinner_summary_counts_the_steps_that_pay_and_the_fastest_turn():
+    from spinner_speed import summary
+
+    state = np.zeros((5, 3))
+    state[:, 2] = [0.0, -16.0, -20.0, -10.0, 4.0]  # the hinge's velocity; the reward counts minus it
+    still = np.zeros((5, 3))
+    episodes = [{"state": state, "reward": np.array([0, 1, 1, 0, 0])}, {"state": still, "reward": np.zeros(5)}]
+    result = summary(episodes, column=2)
+    assert result["share_over_15_rad_s"] == [0.4, 0.0]
+    assert result["fastest_spin_rad_s"] == [20.0, 0.0]
+    assert result["rewarded_decisions"] == 2 and result["episodes_spinner_under_1_rad_s"] == 1
+
+
 def _cartpole_state(env) -> np.ndarray:
     observation = env.task.get_observation(env.physics)
     return np.concatenate([np.asarray(v).reshape(-1) for v in observation.values()])
