@@ -205,3 +205,28 @@ def test_the_committed_cpu_table_is_what_its_records_and_notes_make(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     assert main(["results", "table", "--dir", "results/cpu"]) == 0
     assert (tmp_path / "results" / "cpu" / "README.md").read_text() == (committed / "README.md").read_text()
+
+
+@pytest.mark.parametrize(("name", "damage", "says"), [
+    ("config.yaml", '{"env": [', "config.yaml cannot be read ("),
+    ("config.yaml", "just text", "config.yaml does not hold a run configuration"),
+    ("random.json", "[1, 2]", "random.json does not hold the seed episodes' returns"),
+    ("random.json", None, "random.json cannot be read (FileNotFoundError"),
+    ("metrics.jsonl", "cut", "metrics.jsonl ends at update"),
+])
+def test_a_damaged_record_stops_the_table_naming_its_file(record, tmp_path, capsys, name, damage, says):
+    """A table built from half a run's log would publish wrong minutes and counts, so it is refused."""
+    _, out = record
+    copy = tmp_path / "cpu" / "mock" / "seed-0"
+    shutil.copytree(out, copy)
+    if damage is None:
+        (copy / name).unlink()
+    elif damage == "cut":
+        lines = (copy / name).read_text().splitlines()
+        (copy / name).write_text("\n".join(lines[:len(lines) // 2]) + "\n")
+    else:
+        (copy / name).write_text(damage)
+    assert main(["results", "table", "--dir", str(tmp_path / "cpu")]) == 2
+    err = capsys.readouterr().err
+    assert str(copy / name) in err and says in err and f"--out {copy}`" in err
+    assert not (tmp_path / "cpu" / "README.md").exists()

@@ -68,11 +68,45 @@ def export_record(run_dir: Path, out: Path) -> Path:
     return out
 
 
+class RecordError(ValueError):
+    """A record that cannot back its numbers: a file missing, unreadable, or cut short."""
+
+
+def _damaged(path: Path, file: Path, why: str) -> RecordError:
+    return RecordError(f"{file} {why}; export the record again with "
+                       f"`planetrl results export --run RUN_DIR --out {path}`")
+
+
+def _read_record_file(path: Path, name: str, parse: Any, shape: str) -> Any:
+    """One of a record's files parsed, or a RecordError naming the file and what it should hold."""
+    file = path / name
+    try:
+        value = parse(file.read_text())
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise _damaged(path, file, f"cannot be read ({type(error).__name__}: {first_line})") from error
+    if not isinstance(value, dict):
+        raise _damaged(path, file, f"does not hold {shape}")
+    return value
+
+
 def load_record(path: Path) -> dict[str, Any]:
-    """A record's config, random returns, tests and metrics, with its training decisions per update."""
-    config = yaml.safe_load((path / "config.yaml").read_text())
-    random = json.loads((path / "random.json").read_text())
+    """A record's config, random returns, tests and metrics, with its training decisions per update.
+
+    Raises RecordError for a damaged record, so that a table is never built from half a run's log.
+    """
+    config = _read_record_file(path, "config.yaml", yaml.safe_load, "a run configuration")
+    if not isinstance(config.get("env"), dict) or not isinstance(config.get("run"), dict):
+        raise _damaged(path, path / "config.yaml", "lacks its env and run sections")
+    random = _read_record_file(path, "random.json", json.loads, "the seed episodes' returns")
+    if not isinstance(random.get("returns"), list):
+        raise _damaged(path, path / "random.json", "lacks the seed episodes' returns")
     metrics = read_json_lines(path / "metrics.jsonl")
+    tests = read_tests(path)
+    logged = max((record["step"] for record in metrics if isinstance(record.get("step"), int)), default=-1)
+    if tests and logged < tests[-1]["updates"]:
+        raise _damaged(path, path / "metrics.jsonl",
+                       f"ends at update {logged} where tests.jsonl reaches {tests[-1]['updates']}: it is cut short")
     decisions_at: list[tuple[int, float]] = []  # (update, train decisions so far)
     decisions = 0.0
     for record in metrics:
@@ -80,7 +114,7 @@ def load_record(path: Path) -> dict[str, Any]:
             decisions += record["train/length"]
             decisions_at.append((record["step"], decisions))
     return {"path": path, "task": config["env"]["task"], "seed": config["run"]["seed"], "config": config,
-            "random": random, "tests": read_tests(path), "metrics": metrics,
+            "random": random, "tests": tests, "metrics": metrics,
             "decisions_at": decisions_at}
 
 
