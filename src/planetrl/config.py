@@ -421,9 +421,11 @@ def save(cfg: AnyConfig, path: str | Path) -> None:
 def load(path: str | Path, kind: type = Config) -> AnyConfig:
     """Read a config written by `save`, with a safe YAML loader; anything else is a ConfigError naming the file."""
     try:
-        data = yaml.safe_load(Path(path).read_text()) or {}
+        data = yaml.safe_load(Path(path).read_text())
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path} is not a planetrl config: {str(error).splitlines()[0]}") from error
+    if data is None:  # `save` never writes an empty file: this one was emptied or cut short
+        raise ConfigError(f"{path} is not a planetrl config: the file is empty")
     if not isinstance(data, dict):
         raise ConfigError(f"{path} is not a planetrl config: a mapping of sections was expected")
     try:

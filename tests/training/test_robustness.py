@@ -421,15 +421,22 @@ def test_verbose_works_anywhere_on_the_command_line(tmp_path):
         main(["eval", "--run", str(tmp_path / "nope"), "-v"])
 
 
-def test_one_bad_config_does_not_break_status_or_report_for_the_others(runs, tmp_path, capsys):
+def test_one_bad_config_does_not_break_status_or_report_for_the_others(runs, tmp_path, capsys, caplog):
     logdir = tmp_path / "sweep"
     (logdir / "good").mkdir(parents=True)
     os.symlink(runs / "planet" / "run-00", logdir / "good" / "run-00")
-    (logdir / "bad" / "run-00").mkdir(parents=True)
-    (logdir / "bad" / "run-00" / "config.yaml").write_text(yaml.safe_dump(["not", "a", "mapping"]))
-    assert main(["status", "--logdir", str(logdir)]) == 0
+    for name, text in (("list", yaml.safe_dump(["not", "a", "mapping"])), ("torn", '{"env": {"task'), ("empty", "")):
+        (logdir / name / "run-00").mkdir(parents=True)
+        (logdir / name / "run-00" / "config.yaml").write_text(text)
+    with caplog.at_level(logging.WARNING, logger="planetrl"):
+        assert main(["status", "--logdir", str(logdir)]) == 0
     assert "mock" in capsys.readouterr().out
+    for name in ("list", "torn", "empty"):  # each one warning line that names the file
+        assert f"{logdir / name / 'run-00' / 'config.yaml'} is not a run's config" in caplog.text
     assert main(["report", "--logdir", str(logdir), "--out", str(tmp_path / "report")]) == 0
+    # Loading it for a resume or an eval names the file, where an empty one used to pass as the default config.
+    assert main(["eval", "--run", str(logdir / "empty" / "run-00")]) == 2
+    assert "config.yaml is not a planetrl config: the file is empty" in capsys.readouterr().err
 
 
 def test_test_episodes_are_those_of_recorded_phases_and_leftovers_of_a_killed_phase_go(tmp_path, caplog):
