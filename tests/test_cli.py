@@ -81,3 +81,18 @@ def test_config_keys_by_section(capsys):
     assert main(["config", "--keys", "planner"]) == 0
     assert "planner.candidates = 1000" in capsys.readouterr().out
     assert main(["config", "--keys", "nope"]) == 2
+
+
+def test_a_file_where_an_output_directory_goes_is_one_line_before_any_work(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("a file the user keeps")
+    assert main(["collect", "--task", "mock", "--episodes", "1", "--outdir", str(taken)]) == 2
+    assert f"--outdir {taken} is a file, not a directory" in capsys.readouterr().err
+    run = tmp_path / "logdir" / "run-00"
+    run.mkdir(parents=True)
+    from planetrl import config as C
+
+    C.save(C.build("debug"), run / "config.yaml")
+    assert main(["results", "export", "--run", str(run), "--out", str(taken)]) == 2
+    assert f"--out {taken} is a file, not a directory" in capsys.readouterr().err
+    assert taken.read_text() == "a file the user keeps"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 from collections.abc import Sequence
+from pathlib import Path
 
 from planetrl import config as config_lib
 
@@ -101,3 +102,11 @@ def resolve_args(args: argparse.Namespace, extra: dict[str, object]) -> tuple[co
 
 def resolve_config(args: argparse.Namespace, extra: dict[str, object]) -> config_lib.Config:
     return resolve_args(args, extra)[0]
+
+
+def output_dir(value: str, flag: str) -> Path:
+    """A directory the command will write into, refused before any work when a file stands in its place."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise NotADirectoryError(f"{flag} {path} is a file, not a directory")
+    return path

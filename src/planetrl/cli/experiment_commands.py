@@ -13,6 +13,7 @@ from planetrl.cli.common import (
     add_config_options,
     config_epilog,
     describe_keys,
+    output_dir,
     overrides_parent,
     resolve_config,
 )
@@ -86,7 +87,7 @@ def cmd_results_export(args: argparse.Namespace) -> int:
     from planetrl.training.results import export_record
     from planetrl.training.rundir import require_run_dir
 
-    out = export_record(require_run_dir(Path(args.run)), Path(args.out))
+    out = export_record(require_run_dir(Path(args.run)), output_dir(args.out, "--out"))
     print(f"wrote the record of {args.run} to {out}/")
     return 0
 

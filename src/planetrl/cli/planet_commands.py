@@ -14,6 +14,7 @@ from planetrl.cli.common import (
     add_config_options,
     config_epilog,
     experiment_parent,
+    output_dir,
     overrides_parent,
     resolve_args,
     resolve_config,
@@ -62,9 +63,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     if args.episodes < 1:
         raise config_lib.ConfigError(f"--episodes must be at least 1, got {args.episodes}")
+    outdir = output_dir(args.outdir, "--outdir")
     cfg = resolve_config(args, {"env.task": args.task, "env.processes": args.processes})
     count = max(cfg.env.processes, 1)
-    outdir = Path(args.outdir)
     start = time.time()
     env = make_batch_env(cfg.env, count, seed=cfg.run.seed)
     try:
