@@ -210,6 +210,7 @@ def test_the_committed_cpu_table_is_what_its_records_and_notes_make(tmp_path, mo
 @pytest.mark.parametrize(("name", "damage", "says"), [
     ("config.yaml", '{"env": [', "config.yaml cannot be read ("),
     ("config.yaml", "just text", "config.yaml does not hold a run configuration"),
+    ("config.yaml", "env: {}\nrun: {seed: 0}\n", "config.yaml lacks the task (env.task) or the seed (run.seed)"),
     ("random.json", "[1, 2]", "random.json does not hold the seed episodes' returns"),
     ("random.json", None, "random.json cannot be read (FileNotFoundError"),
     ("metrics.jsonl", "cut", "metrics.jsonl ends at update"),

@@ -96,8 +96,8 @@ def load_record(path: Path) -> dict[str, Any]:
     Raises RecordError for a damaged record, so that a table is never built from half a run's log.
     """
     config = _read_record_file(path, "config.yaml", yaml.safe_load, "a run configuration")
-    if not isinstance(config.get("env"), dict) or not isinstance(config.get("run"), dict):
-        raise _damaged(path, path / "config.yaml", "lacks its env and run sections")
+    if "task" not in (config.get("env") or {}) or "seed" not in (config.get("run") or {}):
+        raise _damaged(path, path / "config.yaml", "lacks the task (env.task) or the seed (run.seed)")
     random = _read_record_file(path, "random.json", json.loads, "the seed episodes' returns")
     if not isinstance(random.get("returns"), list):
         raise _damaged(path, path / "random.json", "lacks the seed episodes' returns")
