@@ -4,6 +4,7 @@ import sys
 
 import pytest
 
+from planetrl import config as C
 from planetrl.cli import build_parser, main
 from planetrl.data.episodes import list_episodes, read_episode
 
@@ -90,8 +91,6 @@ def test_a_file_where_an_output_directory_goes_is_one_line_before_any_work(tmp_p
     assert f"--outdir {taken} is a file, not a directory" in capsys.readouterr().err
     run = tmp_path / "logdir" / "run-00"
     run.mkdir(parents=True)
-    from planetrl import config as C
-
     C.save(C.build("debug"), run / "config.yaml")
     assert main(["results", "export", "--run", str(run), "--out", str(taken)]) == 2
     assert f"--out {taken} is a file, not a directory" in capsys.readouterr().err

@@ -208,11 +208,13 @@ def test_the_committed_cpu_table_is_what_its_records_and_notes_make(tmp_path, mo
 
 
 @pytest.mark.parametrize(("name", "damage", "says"), [
-    ("config.yaml", '{"env": [', "config.yaml cannot be read ("),
-    ("config.yaml", "just text", "config.yaml does not hold a run configuration"),
-    ("config.yaml", "env: {}\nrun: {seed: 0}\n", "config.yaml lacks the task (env.task) or the seed (run.seed)"),
-    ("random.json", "[1, 2]", "random.json does not hold the seed episodes' returns"),
-    ("random.json", None, "random.json cannot be read (FileNotFoundError"),
+    ("config.yaml", '{"env": [', "config.yaml is not a run's config (ParserError"),
+    ("config.yaml", "just text", "config.yaml is not a run's config (no env.task or run.seed)"),
+    ("config.yaml", "env: {}\nrun: {seed: 0}\n", "config.yaml is not a run's config (no env.task or run.seed)"),
+    ("config.yaml", None, "config.yaml is not a run's config (FileNotFoundError"),
+    ("random.json", "[1, 2]", "random.json lacks the seed episodes' returns"),
+    ("random.json", '{"returns": [1', "random.json lacks the seed episodes' returns"),
+    ("random.json", None, "random.json lacks the seed episodes' returns"),
     ("metrics.jsonl", "cut", "metrics.jsonl ends at update"),
 ])
 def test_a_damaged_record_stops_the_table_naming_its_file(record, tmp_path, capsys, name, damage, says):

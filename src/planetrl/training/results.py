@@ -21,13 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from planetrl import config as configs
 from planetrl.atomic import write_atomic
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.metrics import read_json_lines
-from planetrl.training.runfiles import SEED_MARKER, read_seeded, read_tests
+from planetrl.training.runfiles import SEED_MARKER, read_json_file, read_run_config, read_seeded, read_tests
 
 RECORD_FILES = ("config.yaml", "run_info.json", "metrics.jsonl", "tests.jsonl")
 PAPER_TASKS = ("cartpole-swingup", "reacher-easy", "cheetah-run", "finger-spin", "cup-catch", "walker-walk")
@@ -72,22 +71,8 @@ class RecordError(ValueError):
     """A record that cannot back its numbers: a file missing, unreadable, or cut short."""
 
 
-def _damaged(path: Path, file: Path, why: str) -> RecordError:
-    return RecordError(f"{file} {why}; export the record again with "
-                       f"`planetrl results export --run RUN_DIR --out {path}`")
-
-
-def _read_record_file(path: Path, name: str, parse: Any, shape: str) -> Any:
-    """One of a record's files parsed, or a RecordError naming the file and what it should hold."""
-    file = path / name
-    try:
-        value = parse(file.read_text())
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise _damaged(path, file, f"cannot be read ({type(error).__name__}: {first_line})") from error
-    if not isinstance(value, dict):
-        raise _damaged(path, file, f"does not hold {shape}")
-    return value
+def _damaged(path: Path, problem: str) -> RecordError:
+    return RecordError(f"{problem}; export the record again with `planetrl results export --run RUN_DIR --out {path}`")
 
 
 def load_record(path: Path) -> dict[str, Any]:
@@ -95,18 +80,19 @@ def load_record(path: Path) -> dict[str, Any]:
 
     Raises RecordError for a damaged record, so that a table is never built from half a run's log.
     """
-    config = _read_record_file(path, "config.yaml", yaml.safe_load, "a run configuration")
-    if "task" not in (config.get("env") or {}) or "seed" not in (config.get("run") or {}):
-        raise _damaged(path, path / "config.yaml", "lacks the task (env.task) or the seed (run.seed)")
-    random = _read_record_file(path, "random.json", json.loads, "the seed episodes' returns")
+    try:
+        config = read_run_config(path / "config.yaml")
+    except ValueError as error:
+        raise _damaged(path, str(error)) from error
+    random = read_json_file(path / "random.json")
     if not isinstance(random.get("returns"), list):
-        raise _damaged(path, path / "random.json", "lacks the seed episodes' returns")
+        raise _damaged(path, f"{path / 'random.json'} lacks the seed episodes' returns")
     metrics = read_json_lines(path / "metrics.jsonl")
     tests = read_tests(path)
     logged = max((record["step"] for record in metrics if isinstance(record.get("step"), int)), default=-1)
     if tests and logged < tests[-1]["updates"]:
-        raise _damaged(path, path / "metrics.jsonl",
-                       f"ends at update {logged} where tests.jsonl reaches {tests[-1]['updates']}: it is cut short")
+        raise _damaged(path, f"{path / 'metrics.jsonl'} ends at update {logged} where tests.jsonl reaches "
+                             f"{tests[-1]['updates']}: it is cut short")
     decisions_at: list[tuple[int, float]] = []  # (update, train decisions so far)
     decisions = 0.0
     for record in metrics:

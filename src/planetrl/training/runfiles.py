@@ -13,6 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from planetrl.metrics import read_json_lines
 
 log = logging.getLogger(__name__)
@@ -90,3 +92,17 @@ def read_json_file(path: Path) -> dict[str, Any]:
         log.warning("%s is not a JSON object; left out", path)
         return {}
     return data
+
+
+def read_run_config(path: Path) -> dict[str, Any]:
+    """A run's config.yaml as a plain mapping, for readers of either kind of run (PlaNet or PPO) that need its
+    task and seed; a ValueError naming the file when it cannot be read or lacks env.task or run.seed."""
+    try:
+        config = yaml.safe_load(Path(path).read_text())
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        detail = (str(error).strip().splitlines() or [""])[0]
+        raise ValueError(f"{path} is not a run's config ({type(error).__name__}: {detail})") from error
+    env, run = (config.get(section) if isinstance(config, dict) else None for section in ("env", "run"))
+    if not (isinstance(env, dict) and "task" in env and isinstance(run, dict) and "seed" in run):
+        raise ValueError(f"{path} is not a run's config (no env.task or run.seed)")
+    return config

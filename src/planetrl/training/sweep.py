@@ -22,7 +22,7 @@ from typing import Any
 
 from planetrl.metrics import read_json_lines
 from planetrl.training.experiment import run_state
-from planetrl.training.runfiles import read_json_file, read_tests
+from planetrl.training.runfiles import read_json_file, read_run_config, read_tests
 
 log = logging.getLogger(__name__)
 
@@ -129,15 +129,7 @@ def experiment_dirs(logdir: Path) -> list[Path]:
 
 def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
     """Task, seed, state, episodes, updates, latest test return and wall-clock of one run."""
-    import yaml
-
-    path = run_dir / "config.yaml"
-    try:
-        config = yaml.safe_load(path.read_text())
-        task, seed = config["env"]["task"], config["run"]["seed"]
-    except (yaml.YAMLError, TypeError, KeyError) as error:
-        first_line = (str(error).strip().splitlines() or [""])[0]
-        raise ValueError(f"{path} is not a run's config ({type(error).__name__}: {first_line})") from error
+    config = read_run_config(run_dir / "config.yaml")
     claims = read_json_lines(run_dir / "claims.jsonl")
     tests = read_tests(run_dir)
     metrics = read_json_lines(run_dir / "metrics.jsonl")
@@ -151,7 +143,7 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
         end = time.time()
     info = read_json_file(run_dir / "run_info.json")
     return {
-        "run": str(run_dir), "task": task, "seed": seed,
+        "run": str(run_dir), "task": config["env"]["task"], "seed": config["run"]["seed"],
         "state": run_state(run_dir, stale_seconds), "episodes": episodes, "updates": updates,
         "test_return": (sum(tests[-1]["returns"]) / len(tests[-1]["returns"])) if tests else None,
         "wall_seconds": (end - start) if start is not None and end is not None else None,
