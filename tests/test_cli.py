@@ -95,3 +95,32 @@ def test_a_file_where_an_output_directory_goes_is_one_line_before_any_work(tmp_p
     assert main(["results", "export", "--run", str(run), "--out", str(taken)]) == 2
     assert f"--out {taken} is a file, not a directory" in capsys.readouterr().err
     assert taken.read_text() == "a file the user keeps"
+
+
+@pytest.mark.parametrize(("command", "flag", "bad"), [
+    (["collect", "--task", "mock"], "--episodes", "0"),
+    (["collect", "--task", "mock", "--gif"], "--gif-scale", "0"),
+    (["collect", "--task", "mock", "--gif"], "--fps", "0"),
+    (["eval", "--run", "RUN"], "--episodes", "0"),
+    (["visualize", "--run", "RUN", "--out", "OUT"], "--episodes", "-1"),
+    (["ppo", "eval", "--run", "RUN"], "--episodes", "0"),
+    (["ppo", "visualize", "--run", "RUN", "--out", "OUT"], "--episodes", "0"),
+    (["sweep", "--tasks", "mock", "--logdir", "OUT"], "--parallel", "0"),
+])
+def test_a_count_below_its_least_is_refused_before_any_work(tmp_path, capsys, command, flag, bad):
+    """0 frames a second was a ZeroDivisionError after the episodes were written; 0 episodes a remark about
+    a batch of environments; --parallel 0 ran one at a time without a word."""
+    out = tmp_path / "out"
+    argv = [str(out) if a == "OUT" else str(tmp_path / "run-00") if a == "RUN" else a for a in command]
+    with pytest.raises(SystemExit) as done:
+        main([*argv, *(["--outdir", str(out)] if command[0] == "collect" else []), flag, bad])
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: must be at least" in err and f"got {bad}" in err
+    assert not out.exists()
+
+
+def test_a_count_that_is_not_a_number_is_named(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--run", "r", "--episodes", "ten"])
+    assert "argument --episodes: expected an integer, got 'ten'" in capsys.readouterr().err

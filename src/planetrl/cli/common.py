@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from planetrl import config as config_lib
@@ -32,6 +32,21 @@ def describe_keys(sections: Sequence[str]) -> str:
         lines.append(f"  {key} = {value!r}")
         lines.extend(textwrap.wrap(help_text, 72, initial_indent="      ", subsequent_indent="      "))
     return "\n".join(lines)
+
+
+def at_least(minimum: float, kind: type[int] | type[float] = int) -> Callable[[str], float]:
+    """An argparse type: a `kind` number no smaller than `minimum`, where 0 episodes or 0 frames a second
+    would fail later, after the env processes started, or with a bare ZeroDivisionError."""
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, "
+                                             f"got {text!r}") from None
+        if not value >= minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text}")
+        return value
+    return parse
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from planetrl import config as config_lib
 from planetrl.cli.common import (
     IMPORTS,
     add_config_options,
+    at_least,
     config_epilog,
     describe_keys,
     output_dir,
@@ -167,7 +168,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--backend", choices=("local", "ray"), default="local",
                        help="local processes, or Ray tasks (needs the ray extra)")
     sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
-    sweep.add_argument("--parallel", type=int, default=1, help="local backend: runs at a time (default 1)")
+    sweep.add_argument("--parallel", type=at_least(1), default=1, help="local backend: runs at a time (default 1)")
     sweep.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray backend: CPUs each run needs")
     sweep.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray backend: GPUs each run needs")
     sweep.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device for every run")

@@ -12,6 +12,7 @@ import numpy as np
 from planetrl import config as config_lib
 from planetrl.cli.common import (
     add_config_options,
+    at_least,
     config_epilog,
     experiment_parent,
     output_dir,
@@ -61,8 +62,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from planetrl.training.driver import Driver
     from planetrl.viz import write_gif
 
-    if args.episodes < 1:
-        raise config_lib.ConfigError(f"--episodes must be at least 1, got {args.episodes}")
     outdir = output_dir(args.outdir, "--outdir")
     cfg = resolve_config(args, {"env.task": args.task, "env.processes": args.processes})
     count = max(cfg.env.processes, 1)
@@ -206,14 +205,15 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
         epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     collect.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
-    collect.add_argument("--episodes", type=int, default=5, help="number of episodes to write (default 5)")
+    collect.add_argument("--episodes", type=at_least(1), default=5, help="number of episodes to write (default 5)")
     collect.add_argument("--outdir", required=True, help="directory for the episode files")
     collect.add_argument("--processes", type=int,
                          help="envs stepped in parallel, each in its own process; 0 = one env in-process "
                               "(env.processes)")
     collect.add_argument("--gif", action="store_true", help="also write OUTDIR/episode.gif of the first episode")
-    collect.add_argument("--gif-scale", type=int, default=2, help="integer upscaling of the GIF frames (default 2)")
-    collect.add_argument("--fps", type=float, default=20.0, help="GIF frame rate (default 20)")
+    collect.add_argument("--gif-scale", type=at_least(1), default=2,
+                         help="integer upscaling of the GIF frames (default 2)")
+    collect.add_argument("--fps", type=at_least(0.1, float), default=20.0, help="GIF frame rate (default 20)")
     add_config_options(collect)
     collect.set_defaults(func=cmd_collect)
 
@@ -242,7 +242,7 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
                                    description="Run test episodes (no exploration noise) with the latest "
                                                "checkpoint of a run and print the mean and std of the return.")
     evaluate.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
-    evaluate.add_argument("--episodes", type=int, default=10, help="episodes, run in parallel (default 10)")
+    evaluate.add_argument("--episodes", type=at_least(1), default=10, help="episodes, run in parallel (default 10)")
     evaluate.add_argument("--json", help="also write the returns, mean and std to this JSON file")
     evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
@@ -257,7 +257,7 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
                                                 "the model's open-loop predictions on them (truth/model/error).")
     visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
     visualize.add_argument("--out", required=True, help="directory for the videos")
-    visualize.add_argument("--episodes", type=int, default=2, help="policy episodes (default 2)")
+    visualize.add_argument("--episodes", type=at_least(1), default=2, help="policy episodes (default 2)")
     visualize.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     visualize.add_argument("--checkpoint", type=int, metavar="UPDATES",
                            help="the model kept at this update count (train.keep_models) instead of the latest")

@@ -9,7 +9,14 @@ from typing import Any
 import numpy as np
 
 from planetrl import config as config_lib
-from planetrl.cli.common import PPO_SECTIONS, config_epilog, config_from, experiment_parent, overrides_parent
+from planetrl.cli.common import (
+    PPO_SECTIONS,
+    at_least,
+    config_epilog,
+    config_from,
+    experiment_parent,
+    overrides_parent,
+)
 
 
 def cmd_ppo_train(args: argparse.Namespace) -> int:
@@ -96,11 +103,11 @@ def add_ppo_commands(commands: argparse._SubParsersAction) -> None:
                                             description="Render episodes of the latest checkpoint as GIFs.")
     ppo_visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
     ppo_visualize.add_argument("--out", required=True, help="directory for the videos")
-    ppo_visualize.add_argument("--episodes", type=int, default=2, help="episodes to render (default 2)")
+    ppo_visualize.add_argument("--episodes", type=at_least(1), default=2, help="episodes to render (default 2)")
     ppo_visualize.set_defaults(func=cmd_ppo_visualize)
     ppo_eval = ppo_commands.add_parser("eval", help="mean and std of a trained PPO agent's return",
                                        description="Run the latest checkpoint's mean action for N episodes.")
     ppo_eval.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
-    ppo_eval.add_argument("--episodes", type=int, default=30, help="episodes (default 30, as batch-ppo)")
+    ppo_eval.add_argument("--episodes", type=at_least(1), default=30, help="episodes (default 30, as batch-ppo)")
     ppo_eval.add_argument("--json", help="also write the returns, mean and std to this JSON file")
     ppo_eval.set_defaults(func=cmd_ppo_eval)
