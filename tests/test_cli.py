@@ -124,3 +124,28 @@ def test_a_count_that_is_not_a_number_is_named(capsys):
     with pytest.raises(SystemExit):
         main(["eval", "--run", "r", "--episodes", "ten"])
     assert "argument --episodes: expected an integer, got 'ten'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [
+    ["eval", "--run", "RUN", "--json", "BLOCKED/eval.json"],
+    ["ppo", "eval", "--run", "RUN", "--json", "BLOCKED/eval.json"],
+    ["visualize", "--run", "RUN", "--out", "BLOCKED/videos"],
+    ["ppo", "visualize", "--run", "RUN", "--out", "BLOCKED/videos"],
+    ["report", "--logdir", "RUN", "--out", "BLOCKED/report"],
+    ["results", "curves", "--record", "RUN", "--out", "BLOCKED/curves.png"],
+    ["collect", "--task", "mock", "--episodes", "1", "--outdir", "BLOCKED/episodes"],
+])
+def test_a_file_in_the_way_of_an_output_is_named_before_any_work(tmp_path, capsys, command):
+    """These wrote at the end, so a file where their directory goes failed the finished work with an Errno
+    naming a temporary file; the run given does not exist, so any work would fail on it first."""
+    blocked = tmp_path / "notes.txt"
+    blocked.write_text("a file the user keeps")
+    argv = [a.replace("BLOCKED", str(blocked)).replace("RUN", str(tmp_path / "no-run")) for a in command]
+    assert main(argv) == 2
+    assert f"{blocked} is a file, not a directory" in capsys.readouterr().err
+    assert blocked.read_text() == "a file the user keeps"
+
+
+def test_a_directory_where_an_output_file_goes_is_named(tmp_path, capsys):
+    assert main(["eval", "--run", str(tmp_path / "no-run"), "--json", str(tmp_path)]) == 2
+    assert f"--json {tmp_path} is a directory; name the file to write" in capsys.readouterr().err

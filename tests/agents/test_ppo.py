@@ -1,5 +1,6 @@
 """PPO in batch-ppo's form (agents/algorithms/ppo/ppo.py, scripts/networks.py, scripts/configs.py)."""
 
+import json
 import math
 
 import gymnasium as gym
@@ -209,8 +210,9 @@ def test_ppo_cli_end_to_end_resume_eval_and_visualize(tmp_path, capsys):
     assert main(["ppo", "train", "--config", "debug", "--logdir", str(tmp_path), "--no-progress",
                  "--set", "ppo.total_steps=300"]) == 2  # the saved config wins
     assert "ppo.total_steps" in capsys.readouterr().err
-    assert main(["ppo", "eval", "--run", str(run), "--episodes", "4", "--json", str(tmp_path / "e.json")]) == 0
+    assert main(["ppo", "eval", "--run", str(run), "--episodes", "4", "--json", str(tmp_path / "new" / "e.json")]) == 0
     assert "over 4 episodes" in capsys.readouterr().out
+    assert len(json.loads((tmp_path / "new" / "e.json").read_text())["returns"]) == 4
     assert main(["ppo", "visualize", "--run", str(run), "--out", str(tmp_path / "viz"), "--episodes", "2"]) == 0
     assert (tmp_path / "viz" / "policy-01.gif").exists()
 

@@ -189,7 +189,7 @@ def trained_run(tmp_path_factory):
 
 
 def test_eval_prints_mean_and_std(trained_run, capsys):
-    out_json = trained_run.parent / "eval-copy.json"
+    out_json = trained_run.parent / "evals" / "new" / "eval-copy.json"  # a directory not yet there is made
     assert main(["eval", "--run", str(trained_run), "--episodes", "3", "--device", "cpu", "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
     assert "over 3 episodes" in out
@@ -198,6 +198,7 @@ def test_eval_prints_mean_and_std(trained_run, capsys):
     assert len(result["lengths"]) == 3 and all(1 <= n <= 12 for n in result["lengths"])  # debug: 12-step episodes
     assert np.isclose(result["mean_length"], np.mean(result["lengths"]))
     assert "returns: " + ", ".join(f"{r:.1f}" for r in result["returns"]) in out  # each episode's return
+    assert json.loads(out_json.read_text()) == result
     assert json.loads(out_json.read_text()) == result and result["planner"] == {}
 
 

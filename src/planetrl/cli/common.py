@@ -119,9 +119,31 @@ def resolve_config(args: argparse.Namespace, extra: dict[str, object]) -> config
     return resolve_args(args, extra)[0]
 
 
+def _file_in_the_way(path: Path) -> Path | None:
+    """The nearest existing path at or above `path` when it is not a directory (a directory cannot go there)."""
+    for place in (path, *path.parents):
+        if place.exists():
+            return None if place.is_dir() else place
+    return None
+
+
 def output_dir(value: str, flag: str) -> Path:
-    """A directory the command will write into, refused before any work when a file stands in its place."""
+    """A directory the command will write into, refused before any work when a file stands in its place or
+    in the place of a directory above it."""
     path = Path(value)
-    if path.exists() and not path.is_dir():
+    blocker = _file_in_the_way(path)
+    if blocker == path:
         raise NotADirectoryError(f"{flag} {path} is a file, not a directory")
+    if blocker is not None:
+        raise NotADirectoryError(f"{flag} {path}: {blocker} is a file, not a directory")
+    return path
+
+
+def output_file(value: str, flag: str) -> Path:
+    """A file the command will write at the end, checked before the work: not a directory, and its
+    directory (made here when missing) not blocked by a file."""
+    path = Path(value)
+    if path.is_dir():
+        raise IsADirectoryError(f"{flag} {path} is a directory; name the file to write")
+    output_dir(str(path.parent), flag).mkdir(parents=True, exist_ok=True)
     return path

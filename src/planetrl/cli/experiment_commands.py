@@ -15,6 +15,7 @@ from planetrl.cli.common import (
     config_epilog,
     describe_keys,
     output_dir,
+    output_file,
     overrides_parent,
     resolve_config,
 )
@@ -70,6 +71,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from planetrl.training.report import write_report
     from planetrl.training.sweep import status_rows
 
+    out = output_dir(args.out, "--out")
     rows = status_rows(Path(args.logdir))
     if not rows:
         hint = ""
@@ -78,8 +80,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                     f"`planetrl results table --dir {args.logdir}` turns into its README.md")
         print(f"planetrl report: error: no runs under {args.logdir}{hint}", file=sys.stderr)
         return 1
-    written = write_report(rows, Path(args.out))
-    print((Path(args.out) / "report.md").read_text())
+    written = write_report(rows, out)
+    print((out / "report.md").read_text())
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 
@@ -105,6 +107,7 @@ def cmd_results_table(args: argparse.Namespace) -> int:
 def cmd_results_curves(args: argparse.Namespace) -> int:
     from planetrl.training.results import plot_curves
 
+    out = output_file(args.out, "--out")
     labelled = []
     for spec in args.record:
         directory, _, label = spec.partition("=")
@@ -112,7 +115,7 @@ def cmd_results_curves(args: argparse.Namespace) -> int:
             raise FileNotFoundError(f"--record {spec}: {directory} is not a record (no tests.jsonl); "
                                     "make one with `planetrl results export`")
         labelled.append((label or Path(directory).name, Path(directory)))
-    print(f"wrote {plot_curves(labelled, Path(args.out), args.title)}")
+    print(f"wrote {plot_curves(labelled, out, args.title)}")
     return 0
 
 

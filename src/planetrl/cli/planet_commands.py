@@ -16,6 +16,7 @@ from planetrl.cli.common import (
     config_epilog,
     experiment_parent,
     output_dir,
+    output_file,
     overrides_parent,
     resolve_args,
     resolve_config,
@@ -153,6 +154,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from planetrl.training.planet import load_trained
 
     planner = planner_overrides(args.overrides)
+    json_path = output_file(args.json, "--json") if args.json else None
     trained = load_trained(Path(args.run), args.device, args.checkpoint)
     results, _ = _policy_episodes(Path(args.run), trained, args.episodes, None, planner)
     returns, lengths = [r.score for r in results], [r.length for r in results]
@@ -163,8 +165,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
                          "mean_length": float(np.mean(lengths)), "planner": planner, "updates": trained[2]}) + "\n"
     name = "eval.json" if args.checkpoint is None else f"eval-{args.checkpoint:07d}.json"
     write_atomic(Path(args.run) / name, result)
-    if args.json:
-        write_atomic(Path(args.json), result)
+    if json_path is not None:
+        write_atomic(json_path, result)
     return 0
 
 
@@ -174,7 +176,7 @@ def cmd_visualize(args: argparse.Namespace) -> int:
     from planetrl.training.updater import resolve_device
     from planetrl.viz import write_gif
 
-    run_dir, outdir = Path(args.run), Path(args.out)
+    run_dir, outdir = Path(args.run), output_dir(args.out, "--out")
     trained = load_trained(run_dir, args.device, args.checkpoint)
     results, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir, planner_overrides(args.overrides))
     returns = [r.score for r in results]

@@ -15,6 +15,8 @@ from planetrl.cli.common import (
     config_epilog,
     config_from,
     experiment_parent,
+    output_dir,
+    output_file,
     overrides_parent,
 )
 
@@ -63,11 +65,14 @@ def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | Non
 def cmd_ppo_eval(args: argparse.Namespace) -> int:
     import json
 
+    from planetrl.atomic import write_atomic
+
+    json_path = output_file(args.json, "--json") if args.json else None
     returns, _ = _ppo_episodes(Path(args.run), args.episodes, pixels=False, outdir=None)
     mean, std = float(np.mean(returns)), float(np.std(returns))
     print(f"return {mean:.1f} +- {std:.1f} over {len(returns)} episodes")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n")
+    if json_path is not None:
+        write_atomic(json_path, json.dumps({"returns": returns, "mean": mean, "std": std}) + "\n")
     return 0
 
 
@@ -75,7 +80,7 @@ def cmd_ppo_visualize(args: argparse.Namespace) -> int:
     from planetrl.data.episodes import read_episode
     from planetrl.viz import write_gif
 
-    outdir = Path(args.out)
+    outdir = output_dir(args.out, "--out")
     scores, written = _ppo_episodes(Path(args.run), args.episodes, pixels=True, outdir=outdir)
     for number, path in enumerate(written):
         write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=30, scale=2)
