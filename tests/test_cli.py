@@ -149,3 +149,10 @@ def test_a_file_in_the_way_of_an_output_is_named_before_any_work(tmp_path, capsy
 def test_a_directory_where_an_output_file_goes_is_named(tmp_path, capsys):
     assert main(["eval", "--run", str(tmp_path / "no-run"), "--json", str(tmp_path)]) == 2
     assert f"--json {tmp_path} is a directory; name the file to write" in capsys.readouterr().err
+
+
+def test_config_refuses_a_task_that_does_not_exist(capsys):
+    """It printed the config of a typo, which failed only when a run started from it."""
+    assert main(["config", "--preset", "cpu", "--set", "env.task=cup_catch"]) == 2
+    assert "unknown task 'cup_catch'. Did you mean: cup-catch?" in capsys.readouterr().err
+    assert main(["config", "--preset", "cpu", "--set", "env.task=dmc:ball_in_cup-catch"]) == 0

@@ -129,7 +129,10 @@ def cmd_config(args: argparse.Namespace) -> int:
             raise config_lib.ConfigError(f"unknown config section(s) {', '.join(unknown)}; allowed: {', '.join(known)}")
         print(describe_keys(args.keys))
         return 0
+    from planetrl.envs.registry import resolve
+
     cfg = resolve_config(args, {})
+    resolve(cfg.env.task)  # a config printed to train from later names a task that exists
     print(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False), end="")
     return 0
 
