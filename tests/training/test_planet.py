@@ -115,6 +115,18 @@ def test_conflicting_flag_on_resume_is_an_error(tmp_path, capsys):
     assert "model.depth: saved 4, requested 8" in err and "saved config wins" in err
 
 
+def test_a_flag_that_would_change_a_finished_run_is_an_error_not_ignored(tmp_path, capsys):
+    """A finished run is skipped; `--set train.total_updates=8` to extend it printed "1 done" and did nothing."""
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=4"]) == 0
+    metrics = (tmp_path / "run-00" / "metrics.jsonl").read_text()
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=8"]) == 2
+    err = capsys.readouterr().err
+    assert "is finished" in err and "train.total_updates: saved 4, requested 8" in err and "new --logdir" in err
+    assert (tmp_path / "run-00" / "metrics.jsonl").read_text() == metrics
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=4"]) == 0  # same: done
+    assert "1 done" in capsys.readouterr().out
+
+
 def test_kill_9_mid_run_resumes_without_losing_episodes(tmp_path):
     extra = ["--set", "train.total_updates=48", "--set", "train.test_every=16"]
     process = subprocess.Popen(_train(tmp_path, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

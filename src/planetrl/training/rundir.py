@@ -193,18 +193,40 @@ def prepare_run_dir(run_dir: Path, cfg: config_lib.AnyConfig, explicit: dict[str
         write_atomic(run_dir / "run_info.json", json.dumps(machine_info(), indent=2) + "\n")
         return cfg
     saved = config_lib.load(path, kind=type(cfg))
-    saved_flat = {f"{s}.{k}": v for s, values in config_lib.to_dict(saved).items() for k, v in values.items()}
-    wanted = config_lib.to_dict(config_lib.set_values(saved, explicit))
-    conflicts = [
-        f"{key}: saved {saved_flat[key]!r}, requested {wanted[key.split('.')[0]][key.split('.')[1]]!r}"
-        for key in explicit
-        if saved_flat[key] != wanted[key.split(".")[0]][key.split(".")[1]]
-    ]
+    conflicts = config_conflicts(saved, explicit)
     if conflicts:
         raise config_lib.ConfigError(
             f"{run_dir} was started with a different config; the saved config wins. Conflicting: "
             + "; ".join(conflicts) + ". Use a new --logdir to change them."
         )
     return saved
+
+
+def config_conflicts(saved: config_lib.AnyConfig, explicit: dict[str, Any]) -> list[str]:
+    """'key: saved X, requested Y' for each key set on this command line that differs from a run's config."""
+    saved_flat = {f"{s}.{k}": v for s, values in config_lib.to_dict(saved).items() for k, v in values.items()}
+    wanted = config_lib.to_dict(config_lib.set_values(saved, explicit))
+    return [
+        f"{key}: saved {saved_flat[key]!r}, requested {wanted[key.split('.')[0]][key.split('.')[1]]!r}"
+        for key in explicit
+        if saved_flat[key] != wanted[key.split(".")[0]][key.split(".")[1]]
+    ]
+
+
+def refuse_changes_to_a_finished_run(run_dir: Path, kind: type, explicit: dict[str, Any]) -> None:
+    """A finished run is skipped, so flags that differ from its config would do nothing: say so instead.
+
+    A config.yaml that does not load is left to `status` to report, so one damaged run does not stop a sweep.
+    """
+    try:
+        saved = config_lib.load(run_dir / "config.yaml", kind=kind)
+    except (config_lib.ConfigError, OSError):
+        return
+    conflicts = config_conflicts(saved, explicit)
+    if conflicts:
+        raise config_lib.ConfigError(
+            f"{run_dir} is finished, and a finished run is neither extended nor changed; its config differs "
+            f"from this command's: " + "; ".join(conflicts) + ". Use a new --logdir to run with them."
+        )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from planetrl import config as config_lib
 from planetrl.envs.registry import check_requirements, resolve
 from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
-from planetrl.training.rundir import NotACheckpoint, prepare_run_dir
+from planetrl.training.rundir import NotACheckpoint, prepare_run_dir, refuse_changes_to_a_finished_run
 from planetrl.training.updater import resolve_device
 
 MakeRun = Callable[[Path, config_lib.AnyConfig, Callable[[], None]], Any]
@@ -115,11 +115,17 @@ def run_experiment(logdir: Path, runs: int, cfg: config_lib.AnyConfig, explicit:
     if only is not None and not 0 <= only < runs:
         raise config_lib.ConfigError(f"--index must be within 0..{runs - 1}, got {only}")
     check_before_creating(logdir, cfg)
+
+    def seeded(index: int) -> tuple[config_lib.AnyConfig, dict[str, object]]:
+        run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
+        return run_cfg, ({**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit)
+
+    for index, run_dir in enumerate(run_dirs(logdir, runs)):
+        if (only is None or index == only) and run_state(run_dir, cfg.run.stale_seconds) == "done":
+            refuse_changes_to_a_finished_run(run_dir, type(cfg), seeded(index)[1])
     failures = _earlier_failures(logdir, runs, only, retry_failed)
     for index, run_dir, claim in claimable_runs(logdir, runs, cfg.run.stale_seconds, only, wait):
-        run_cfg = config_lib.set_values(cfg, {"run.seed": cfg.run.seed + index})
-        run_explicit = {**explicit, "run.seed": run_cfg.run.seed} if "run.seed" in explicit else explicit
-        failures += not _run_one(run_dir, claim, run_cfg, run_explicit, make_run)
+        failures += not _run_one(run_dir, claim, *seeded(index), make_run)
     states = [run_state(d, cfg.run.stale_seconds) for d in run_dirs(logdir, runs)]
     print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))
     return 1 if failures else 0
