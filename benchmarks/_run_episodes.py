@@ -14,7 +14,9 @@ from planetrl.data.episodes import list_episodes, try_read_episode
 def add_group_options(parser: argparse.ArgumentParser) -> None:
     """RUN_DIR, --which, --seed-episodes, --per-phase and --group, for `read_groups`."""
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--which", default="test_episodes", choices=("train_episodes", "test_episodes"))
+    parser.add_argument("--which", default="test_episodes", choices=("train_episodes", "test_episodes", "episodes"),
+                        help="a run's folder, or `episodes`, the one `planetrl visualize --out DIR` keeps (with "
+                             "--seed-episodes 0 --group N)")
     add_phase_options(parser)
     parser.add_argument("--group", type=int, default=10, help="training episodes per line")
 
@@ -34,14 +36,15 @@ def add_checkpoint_options(parser: argparse.ArgumentParser) -> None:
 
 
 def read_groups(args: argparse.Namespace) -> list[tuple[str, list[dict[str, np.ndarray]]]]:
-    """("seed", the seed episodes), then ("1", the first phase or group), ... of the readable episodes."""
+    """("seed", the seed episodes; left out when there are none), then ("1", the first phase or group), ... of
+    the readable episodes."""
     paths = list_episodes(args.run_dir / args.which)
     episodes = [e for e in map(try_read_episode, paths) if e is not None]
     if not episodes:
         raise SystemExit(f"no readable episodes in {args.run_dir / args.which}")
     size = args.per_phase if args.which == "test_episodes" else args.group
     rest = episodes[args.seed_episodes:]
-    return [("seed", episodes[:args.seed_episodes])] + [
+    return [("seed", episodes[:args.seed_episodes])] * (args.seed_episodes > 0) + [
         (str(i // size + 1), rest[i:i + size]) for i in range(0, len(rest), size)]
 
 

@@ -10,6 +10,7 @@ time order) or the training episodes in groups of `--group`, each with, per epis
 decisions flipped, the share nose-down, the mean forward speed of the root (m/s) and the return.
 
     python benchmarks/cheetah_flips.py RUN_DIR [--which test_episodes] [--per-phase 5] [--group 10]
+    python benchmarks/cheetah_flips.py VISUALIZE_OUT --which episodes --seed-episodes 0 --group 10
 """
 
 from __future__ import annotations

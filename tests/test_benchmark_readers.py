@@ -223,6 +223,9 @@ def test_run_episodes_groups_seed_episodes_then_phases_in_time_order(tmp_path):
     paths = list_episodes(directory)
     assert phase_paths(paths, 2, args) == paths[10:12]
     assert phase_paths(paths, 1, args) == paths[5:10]
+    directory.rename(tmp_path / "episodes")  # what `planetrl visualize --out` keeps: no seed episodes
+    args = argparse.Namespace(run_dir=tmp_path, which="episodes", seed_episodes=0, per_phase=5, group=10)
+    assert [(name, len(group)) for name, group in read_groups(args)] == [("1", 10), ("2", 2)]
 
 
 def test_gradient_noise_recovers_a_known_signal_and_noise():
