@@ -142,7 +142,8 @@ def test_a_file_in_the_way_of_an_output_is_named_before_any_work(tmp_path, capsy
     blocked.write_text("a file the user keeps")
     argv = [a.replace("BLOCKED", str(blocked)).replace("RUN", str(tmp_path / "no-run")) for a in command]
     assert main(argv) == 2
-    assert f"{blocked} is a file, not a directory" in capsys.readouterr().err
+    output = next(a for a in argv if a.startswith(str(blocked)))
+    assert f"{output}: {blocked} is a file, not a directory" in capsys.readouterr().err  # names what was asked
     assert blocked.read_text() == "a file the user keeps"
 
 

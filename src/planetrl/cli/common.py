@@ -145,5 +145,8 @@ def output_file(value: str, flag: str) -> Path:
     path = Path(value)
     if path.is_dir():
         raise IsADirectoryError(f"{flag} {path} is a directory; name the file to write")
-    output_dir(str(path.parent), flag).mkdir(parents=True, exist_ok=True)
+    blocker = _file_in_the_way(path.parent)
+    if blocker is not None:
+        raise NotADirectoryError(f"{flag} {path}: {blocker} is a file, not a directory")
+    path.parent.mkdir(parents=True, exist_ok=True)
     return path
