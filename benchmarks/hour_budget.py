@@ -40,6 +40,17 @@ def simulation_seconds(cfg: C.Config) -> float:
         env.close()
 
 
+def run_seconds(cfg: C.Config, update_s: float, decision_s: float, test_phase_s: float,
+                seed_s: float) -> dict[str, float]:
+    """A whole run of `cfg` priced at these rates: its updates, collected episodes and test phases."""
+    train = cfg.train
+    episodes = train.total_updates // train.collect_every
+    phases = train.total_updates // train.test_every
+    parts = {"training": train.total_updates * update_s,
+             "collect": episodes * decisions_per_episode(cfg.env) * decision_s, "testing": phases * test_phase_s}
+    return {**parts, "total": seed_s + sum(parts.values()), "episodes": episodes, "phases": phases}
+
+
 def measure(task: str, preset: str, updates: int) -> dict[str, float | str]:
     cfg = C.build(preset, [f"env.task={task}", f"train.total_updates={updates}", f"train.test_every={updates}",
                            f"train.collect_every={updates // 2}", f"train.log_every={max(updates // 8, 1)}"])
@@ -58,14 +69,11 @@ def measure(task: str, preset: str, updates: int) -> dict[str, float | str]:
     per_episode = decisions_per_episode(cfg.env)
     test_phase_s = test_decision_s * per_episode
     sim_s = simulation_seconds(cfg)
-    full = C.build(preset, [f"env.task={task}"]).train
-    episodes = full.total_updates // full.collect_every
-    phases = full.total_updates // full.test_every
-    training = full.total_updates * update_s
-    collect = episodes * per_episode * decision_s
-    testing = phases * test_phase_s
+    full = C.build(preset, [f"env.task={task}"])
+    parts = run_seconds(full, update_s, decision_s, test_phase_s, seed_s)
+    training, collect, testing, total = parts["training"], parts["collect"], parts["testing"], parts["total"]
+    episodes, phases = parts["episodes"], parts["phases"]
     simulation = (episodes + phases) * per_episode * sim_s  # test episodes step in parallel processes
-    total = seed_s + training + collect + testing
     return {
         "task": task, "preset": preset, "update_s": round(update_s, 4), "decision_s": round(decision_s, 4),
         "test_phase_s": round(test_phase_s, 1), "seed_s": round(seed_s, 1),

@@ -64,8 +64,9 @@ def main() -> None:
         if args.tests:
             stored = argparse.Namespace(run_dir=run, which="test_episodes", seed_episodes=args.seed_episodes,
                                         per_phase=args.per_phase)
-            phases = read_groups(stored)
-            for phase, group in phases[1:]:
+            for phase, group in read_groups(stored):
+                if phase == "seed":
+                    continue
                 print(json.dumps({**summary(group, column), "run": str(run), "test_phase": int(phase)}), flush=True)
             continue
         paths = list_episodes(run / "train_episodes")[:args.episodes]

@@ -261,3 +261,20 @@ def test_gradient_noise_takes_the_episodes_the_run_held_at_an_update(tmp_path):
     assert [p.name for p in held] == sorted(p.name for p in directory.iterdir())[:8]
     with pytest.raises(SystemExit, match="holds 9 episodes; update 500 needs 10"):
         held_episodes(tmp_path, 500, seed_episodes=5, collect_every=100)
+
+
+def test_run_price_prices_a_whole_run_from_a_partial_runs_logged_rates():
+    from planetrl import config as C
+    from run_price import price
+
+    cfg = C.build("cpu", ["env.task=cheetah-run"])  # 7000 updates, an episode every 100, 7 phases of 5
+    metrics = [{"train/updates_per_s": 2.0}, {"train/updates_per_s": 10.0}, {"train/updates_per_s": 10.0},
+               {"train/seconds_per_action": 0.05}, {"train/seconds_per_action": 0.07}]
+    untested = price(metrics, cfg)  # the first rate is warm-up: 0.1 s an update
+    assert untested["minutes"]["training"] == round(7000 * 0.1 / 60, 1)
+    assert untested["minutes"]["collect"] == round(70 * 250 * 0.06 / 60, 1)  # 1000 steps at action repeat 4
+    assert untested["minutes"]["testing"] == round(7 * 5 * 250 * 0.06 / 60, 1)
+    assert "upper bound" in untested["test_phase_priced_as"]
+    tested = price([*metrics, {"test/seconds_per_action": 0.08}], cfg)  # 5 episodes, one planning call
+    assert tested["minutes"]["testing"] == round(7 * 250 * 0.08 / 60, 1)
+    assert tested["test_phase_priced_as"] == "measured"
