@@ -214,6 +214,17 @@ def test_eval_prints_mean_and_std(trained_run, capsys):
     assert json.loads(out_json.read_text()) == result and result["planner"] == {}
 
 
+def test_eval_shows_its_progress_in_decisions_on_stderr(trained_run, capsys):
+    assert main(["eval", "--run", str(trained_run), "--episodes", "3", "--device", "cpu", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    lengths = json.loads((trained_run / "eval.json").read_text())["lengths"]
+    final = [line for line in captured.err.splitlines() if line.startswith("run-00 at update 12 | ")]
+    assert len(final) == 1 and f"| {sum(lengths)}/36 decisions, 3/3 episodes |" in final[0]  # 12 decisions each
+    assert "episodes |" not in captured.out  # stdout keeps only the results
+    assert main(["eval", "--run", str(trained_run), "--episodes", "2", "--device", "cpu"]) == 0
+    assert "/24 [" in capsys.readouterr().err  # the bar counts decisions out of 2 x 12
+
+
 def test_eval_plans_with_the_planner_keys_it_is_given(trained_run):
     assert main(["eval", "--run", str(trained_run), "--episodes", "2", "--device", "cpu",
                  "--set", "planner.candidates=8", "--set", "planner.elites=8"]) == 0

@@ -110,18 +110,20 @@ def planner_overrides(items: list[str]) -> dict[str, object]:
 
 
 def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel, int], episodes: int,
-                     outdir: Path | None, planner: dict[str, object] | None = None
+                     outdir: Path | None, planner: dict[str, object] | None = None, bar: bool = True
                      ) -> tuple[list[EpisodeResult], list[Path]]:
     """Run a trained model's MPC agent (`load_trained`'s config, model and updates) without exploration; with
     `outdir`, keep episodes and GIFs. Returns each episode's score and length, and the episode files.
 
-    `planner` overrides planner.* keys of the run's config (checked like any --set).
+    `planner` overrides planner.* keys of the run's config (checked like any --set). Progress shows as a bar
+    over decisions, or with `bar=False` as a line on stderr each minute and at the end.
     """
     from planetrl.data.episodes import EpisodeWriter, read_episode
-    from planetrl.envs.make import make_batch_env
+    from planetrl.envs.make import decisions_per_episode, make_batch_env
     from planetrl.envs.spaces import discrete_choices
-    from planetrl.training.driver import Driver
+    from planetrl.training.driver import Driver, StepCallback
     from planetrl.training.planet import build_mpc_agent
+    from planetrl.training.progress import PolicyProgress
     from planetrl.viz import write_gif
 
     cfg, model, updates = trained
@@ -131,13 +133,18 @@ def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel
     written = []
     try:
         agent = build_mpc_agent(cfg, model, env, seed=cfg.run.seed, noise=0.0)
-        callbacks = []
+        progress = PolicyProgress(f"{run_dir.name} at update {updates}", episodes, decisions_per_episode(cfg.env),
+                                  bar)
+        callbacks: list[StepCallback] = [progress.meter]
         if outdir is not None:
             discrete = discrete_choices(env.action_space)
             writer = EpisodeWriter(outdir / "episodes", num_actions=discrete)
             callbacks.append(writer)
             written = writer.written
-        results = Driver(env, agent, callbacks, seed=cfg.run.seed + 99).run(episodes, explore=False)
+        try:
+            results = Driver(env, agent, callbacks, seed=cfg.run.seed + 99).run(episodes, explore=False)
+        finally:
+            progress.close()
     finally:
         env.close()
     if outdir is not None:
@@ -156,7 +163,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     planner = planner_overrides(args.overrides)
     json_path = output_file(args.json, "--json") if args.json else None
     trained = load_trained(Path(args.run), args.device, args.checkpoint)
-    results, _ = _policy_episodes(Path(args.run), trained, args.episodes, None, planner)
+    results, _ = _policy_episodes(Path(args.run), trained, args.episodes, None, planner, not args.no_progress)
     returns, lengths = [r.score for r in results], [r.length for r in results]
     mean, std = float(np.mean(returns)), float(np.std(returns))
     print("returns: " + ", ".join(f"{r:.1f}" for r in returns))
@@ -178,7 +185,8 @@ def cmd_visualize(args: argparse.Namespace) -> int:
 
     run_dir, outdir = Path(args.run), output_dir(args.out, "--out")
     trained = load_trained(run_dir, args.device, args.checkpoint)
-    results, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir, planner_overrides(args.overrides))
+    results, episodes = _policy_episodes(run_dir, trained, args.episodes, outdir, planner_overrides(args.overrides),
+                                         not args.no_progress)
     returns = [r.score for r in results]
     cfg, model, _ = trained
     written = []
@@ -220,6 +228,7 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
     collect.set_defaults(func=cmd_collect)
 
 
+NO_PROGRESS_HELP = "no progress bar; a line on stderr each minute and at the end (for logs)"
 PLANNER_SET_HELP = ("plan differently from the run's config, e.g. --set planner.candidates=1000 (planner keys "
                     "only; repeatable)")
 
@@ -252,6 +261,7 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--checkpoint", type=int, metavar="UPDATES",
                           help="test the model kept at this update count (train.keep_models) instead of the "
                                "latest; writes eval-UPDATES.json")
+    evaluate.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     evaluate.set_defaults(func=cmd_eval)
 
     visualize = commands.add_parser("visualize", help="videos of a trained agent and its open-loop predictions",
@@ -265,4 +275,5 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
                            help="the model kept at this update count (train.keep_models) instead of the latest")
     visualize.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
                            help=PLANNER_SET_HELP)
+    visualize.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
     visualize.set_defaults(func=cmd_visualize)

@@ -12,7 +12,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,12 @@ class RunProgress:
             self._bar.close()
 
 
+class PhaseView(Protocol):
+    """Where a `PhaseMeter` shows its count: a run's progress, or an eval's own."""
+
+    def show_phase(self, what: str, describe: Callable[[], str]) -> None: ...
+
+
 class PhaseMeter:
     """Counts a phase's decisions and finished episodes; shows them each `every_s` (bar: each second).
 
@@ -115,7 +121,7 @@ class PhaseMeter:
     (a crash) make it an upper bound, so the ETA is one too.
     """
 
-    def __init__(self, run: RunProgress, what: str, episodes: int, decisions_each: int) -> None:
+    def __init__(self, run: PhaseView, what: str, episodes: int, decisions_each: int) -> None:
         self.run, self.what, self.episodes = run, what, episodes
         self.bound = episodes * decisions_each
         self.decisions = self.finished = 0
@@ -133,9 +139,41 @@ class PhaseMeter:
         rate = self.decisions / elapsed if elapsed > 0 else 0.0
         done = f"{self.decisions}/{self.bound}" if self.bound else str(self.decisions)
         text = f"{done} decisions, {self.finished}/{self.episodes} episodes | {rate:.2f} decisions/s"
-        if self.bound and rate > 0:
+        if self.bound and rate > 0 and self.decisions < self.bound:
             text += f" | ETA at most {_duration(max(self.bound - self.decisions, 0) / rate)}"
         return text
+
+
+class PolicyProgress:
+    """Progress of policy episodes outside a run (eval, visualize), which take up to an hour on a CPU.
+
+    A bar over decisions, or (`bar=False`, for logs) a line on stderr each `every_s` seconds and one at the
+    end; stderr, so that stdout keeps only the results. `meter` is the driver callback that counts.
+    """
+
+    def __init__(self, what: str, episodes: int, decisions_each: int, bar: bool, every_s: float = 60.0) -> None:
+        self.what, self.every_s = what, every_s
+        self.meter = PhaseMeter(self, what, episodes, decisions_each)
+        self._last_line = time.monotonic()
+        self._bar: Any = None
+        if bar:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=self.meter.bound or None, desc=what, unit="decision", dynamic_ncols=True)
+
+    def show_phase(self, what: str, describe: Callable[[], str]) -> None:
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{self.meter.finished}/{self.meter.episodes} episodes", refresh=False)
+            self._bar.update(self.meter.decisions - self._bar.n)
+        elif time.monotonic() - self._last_line >= self.every_s:
+            self._last_line = time.monotonic()
+            print(f"{what} | {describe()}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        else:
+            print(f"{self.what} | {self.meter.describe()}", file=sys.stderr, flush=True)
 
 
 class EpisodeCounter:
