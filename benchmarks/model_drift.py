@@ -12,7 +12,9 @@ as good. For each kept model (`--checkpoints`) this scores the same held-out tes
   It reports the mean absolute error of the predicted horizon return (`return_mae`), its mean bias
   (`return_bias`, predicted minus true), and the correlation of predicted and true horizon returns across
   start decisions (`return_corr`), which is what ranking plans needs. `--split D` reports the first D
-  decisions of each episode (for cartpole-swingup the swing-up) apart from the rest.
+  decisions of each episode (for cartpole-swingup the swing-up) apart from the rest;
+- `by_step`: the same imagination's reward error and correlation at each step 1..H of the horizon, which
+  tells how much a planner can trust the far end of its plans (`planner.tail` weighs step H most).
 
 Prints one JSON line per model.
 
@@ -36,35 +38,61 @@ from world_model_check import episode_tensors
 
 
 @torch.no_grad()
-def imagined_returns(model: WorldModel, states: dict[str, torch.Tensor], plans: torch.Tensor, samples: int
+def imagined_rewards(model: WorldModel, states: dict[str, torch.Tensor], plans: torch.Tensor, samples: int
                      ) -> np.ndarray:
-    """The predicted return of each (N, H, A) plan from its (N, ...) state: the mean over `samples` prior draws,
-    sampled as the planner samples them."""
+    """The predicted (N, H) rewards of each (N, H, A) plan from its (N, ...) state: the mean over `samples` prior
+    draws, sampled as the planner samples them."""
     repeated = {key: value.repeat_interleave(samples, 0) for key, value in states.items()}
     features = model.dynamics.imagine_features(repeated, plans.repeat_interleave(samples, 0), sample=True)
-    return model.reward(features).float().sum(-1).reshape(len(plans), samples).mean(-1).numpy()
+    rewards = model.reward(features).float()
+    return rewards.reshape(len(plans), samples, rewards.shape[-1]).mean(1).numpy()
+
+
+def imagined_returns(model: WorldModel, states: dict[str, torch.Tensor], plans: torch.Tensor, samples: int
+                     ) -> np.ndarray:
+    """The predicted return of each plan: `imagined_rewards` summed over the horizon."""
+    return imagined_rewards(model, states, plans, samples).sum(-1)
 
 
 @torch.no_grad()
-def horizon_returns(model: WorldModel, data: dict[str, torch.Tensor], posterior: dict[str, torch.Tensor],
+def horizon_rewards(model: WorldModel, data: dict[str, torch.Tensor], posterior: dict[str, torch.Tensor],
                     horizon: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Predicted (mean over `samples` prior draws) and true returns of the `horizon` decisions after each start.
+    """Predicted (mean over `samples` prior draws) and true rewards of the `horizon` decisions after each start.
 
-    Returns (predicted, true, start index) for every start with a whole horizon after it.
+    Returns (predicted (N, H), true (N, H), start index (N)) for every start with a whole horizon after it.
     """
     steps = data["action"].shape[1]
     starts = np.arange(0, steps - horizon)
     windows = torch.stack([data["action"][0, s + 1:s + 1 + horizon] for s in starts])
-    predicted = imagined_returns(model, {key: value[0, starts] for key, value in posterior.items()}, windows, samples)
+    predicted = imagined_rewards(model, {key: value[0, starts] for key, value in posterior.items()}, windows, samples)
     rewards = data["reward"].numpy()
-    true = np.array([rewards[s + 1:s + 1 + horizon].sum() for s in starts])
+    true = np.stack([rewards[s + 1:s + 1 + horizon] for s in starts])
     return predicted, true, starts
+
+
+def horizon_returns(model: WorldModel, data: dict[str, torch.Tensor], posterior: dict[str, torch.Tensor],
+                    horizon: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`horizon_rewards` summed over the horizon: (predicted, true, start index)."""
+    predicted, true, starts = horizon_rewards(model, data, posterior, horizon, samples)
+    return predicted.sum(-1), true.sum(-1), starts
+
+
+def _corr(predicted: np.ndarray, true: np.ndarray) -> float | None:
+    """Pearson correlation, None where either side is constant (a reward that never pays in these episodes)."""
+    if len(true) < 3 or predicted.std() == 0 or true.std() == 0:
+        return None
+    return round(float(np.corrcoef(predicted, true)[0, 1]), 3)
+
+
+def step_scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, list]:
+    """Reward error and correlation across starts at each step 1..H of (N, H) predicted and true rewards."""
+    return {"reward_mae": [round(float(np.abs(predicted[:, k] - true[:, k]).mean()), 4) for k in range(true.shape[1])],
+            "reward_corr": [_corr(predicted[:, k], true[:, k]) for k in range(true.shape[1])]}
 
 
 def scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float | int | None]:
     return {"starts": len(true), "return_mae": round(float(np.abs(predicted - true).mean()), 3),
-            "return_bias": round(float((predicted - true).mean()), 3),
-            "return_corr": round(float(np.corrcoef(predicted, true)[0, 1]), 3) if len(true) > 2 else None}
+            "return_bias": round(float((predicted - true).mean()), 3), "return_corr": _corr(predicted, true)}
 
 
 @torch.no_grad()
@@ -77,13 +105,14 @@ def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: 
         features = model.features(posterior)
         image_errors.append(float(((model.decode(features).float() - data["image"]) ** 2).mean()))
         reward_errors.append(float((model.reward(features)[0, 1:].float() - data["reward"][1:]).abs().mean()))
-        p, t, s = horizon_returns(model, data, posterior, horizon, samples)
+        p, t, s = horizon_rewards(model, data, posterior, horizon, samples)
         predicted.append(p)
         true.append(t)
         starts.append(s)
-    predicted_all, true_all, starts_all = map(np.concatenate, (predicted, true, starts))
+    steps_predicted, steps_true, starts_all = map(np.concatenate, (predicted, true, starts))
+    predicted_all, true_all = steps_predicted.sum(-1), steps_true.sum(-1)
     out = {"image_mse": round(float(np.mean(image_errors)), 5), "reward_mae": round(float(np.mean(reward_errors)), 4),
-           "open_loop": scores(predicted_all, true_all)}
+           "open_loop": scores(predicted_all, true_all), "by_step": step_scores(steps_predicted, steps_true)}
     if split:
         early = starts_all < split
         out[f"open_loop_first_{split}"] = scores(predicted_all[early], true_all[early])
