@@ -70,13 +70,6 @@ def horizon_rewards(model: WorldModel, data: dict[str, torch.Tensor], posterior:
     return predicted, true, starts
 
 
-def horizon_returns(model: WorldModel, data: dict[str, torch.Tensor], posterior: dict[str, torch.Tensor],
-                    horizon: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`horizon_rewards` summed over the horizon: (predicted, true, start index)."""
-    predicted, true, starts = horizon_rewards(model, data, posterior, horizon, samples)
-    return predicted.sum(-1), true.sum(-1), starts
-
-
 def _corr(predicted: np.ndarray, true: np.ndarray) -> float | None:
     """Pearson correlation, None where either side is constant (a reward that never pays in these episodes)."""
     if len(true) < 3 or predicted.std() == 0 or true.std() == 0:

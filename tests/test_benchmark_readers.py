@@ -180,7 +180,7 @@ def test_cartpole_simulator_is_set_from_a_stored_state_and_runs_past_the_time_li
 def test_model_drift_scores_the_horizon_after_each_start_with_the_actions_taken():
     import torch
 
-    from model_drift import horizon_returns, horizon_rewards, scores, step_scores
+    from model_drift import horizon_rewards, scores, step_scores
     from planetrl import config as config_lib
     from planetrl.training.updater import build_world_model
 
@@ -191,19 +191,12 @@ def test_model_drift_scores_the_horizon_after_each_start_with_the_actions_taken(
             "is_first": torch.arange(steps)[None] == 0, "reward": torch.arange(steps, dtype=torch.float32)}
     with torch.no_grad():
         posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
-        torch.manual_seed(1)
-        predicted, true, starts = horizon_returns(model, data, posterior, horizon, samples=2)
+        predicted, true, starts = horizon_rewards(model, data, posterior, horizon, samples=2)
     np.testing.assert_array_equal(starts, np.arange(steps - horizon))
-    np.testing.assert_allclose(true, [1 + 2 + 3, 2 + 3 + 4, 3 + 4 + 5, 4 + 5 + 6, 5 + 6 + 7, 6 + 7 + 8])
-    assert predicted.shape == true.shape and np.isfinite(predicted).all()
+    np.testing.assert_allclose(true, [[s + 1, s + 2, s + 3] for s in starts])  # the rewards after each start
+    assert predicted.shape == true.shape == (steps - horizon, horizon) and np.isfinite(predicted).all()
     assert scores(np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 4.0])) == {
         "starts": 3, "return_mae": 0.333, "return_bias": -0.333, "return_corr": 0.929}
-    with torch.no_grad():
-        torch.manual_seed(1)
-        steps_predicted, steps_true, _ = horizon_rewards(model, data, posterior, horizon, samples=2)
-    np.testing.assert_allclose(steps_true[:, 0], np.arange(1, 7))  # step 1 after each start, then 2 and 3
-    np.testing.assert_allclose(steps_true[:, 2], np.arange(3, 9))
-    np.testing.assert_allclose(steps_predicted.sum(-1), predicted, rtol=1e-5)  # the same prior draws
     by_step = step_scores(np.array([[1.0, 5.0], [2.0, 5.0], [4.0, 5.0]]),
                           np.array([[1.0, 0.0], [3.0, 1.0], [4.0, 2.0]]))
     assert by_step == {"reward_mae": [0.3333, 4.0], "reward_corr": [0.929, None]}  # a constant prediction: no corr
