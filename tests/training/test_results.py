@@ -238,7 +238,7 @@ def test_a_damaged_record_stops_the_table_naming_its_file(record, tmp_path, caps
 
 def test_the_readme_summary_shows_what_the_committed_records_hold():
     """The project README's results table quotes each main record; a record replaced without it shows here."""
-    from planetrl.training.results import GOALS, _last_three, goal, load_record
+    from planetrl.training.results import GOALS, goal, last_three_figure, load_records
 
     root = Path(__file__).resolve().parents[2]
     text = (root / "README.md").read_text()
@@ -247,10 +247,12 @@ def test_the_readme_summary_shows_what_the_committed_records_hold():
     rows = text.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
     shown = {cells[0]: cells[1:] for cells in ([c.strip() for c in row.strip("|").split("|")] for row in rows)}
     assert sorted(shown) == sorted(GOALS)
+    by_task: dict[str, list] = {}
+    for record in load_records(root / "results" / "cpu"):
+        by_task.setdefault(record["task"], []).append(record)
     for task, (random, preset, target, planet, dreamer) in shown.items():
-        records = sorted((load_record(p.parent) for p in (root / "results" / "cpu" / task).glob("seed-*/tests.jsonl")),
-                         key=lambda r: r["seed"])
-        assert preset == "; ".join(_last_three(r).split(" (")[0] for r in records), task
+        records = by_task[task]
+        assert preset == "; ".join(last_three_figure(r) for r in records), task
         assert random == f"{np.mean(records[0]['random']['returns']):.0f}", task
         assert target.split(" (")[0] == f"{goal(records[0]):.0f}", task
         assert (planet, dreamer) == (str(PUBLISHED[task]["planet_100k"]), str(PUBLISHED[task]["dreamer_100k"]))

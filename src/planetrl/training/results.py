@@ -181,15 +181,22 @@ def _verdict(record: dict[str, Any]) -> str | None:
     return "goal met" if _last_three_mean(record) >= target else "goal not met"
 
 
+def last_three_figure(record: dict[str, Any]) -> str:
+    """The mean of the last three phases as the tables print it; to 0.01 where rounding would meet the goal."""
+    if not record["tests"]:
+        return "-"
+    mean, target = _last_three_mean(record), goal(record)
+    return f"{mean:.2f}" if target is not None and mean < target <= round(mean) else f"{mean:.0f}"  # no "300 < 300"
+
+
 def _last_three(record: dict[str, Any]) -> str:
     """The mean of the last three phases, its episodes, and whether it meets the goal by the goal's measure."""
     last = record["tests"][-3:]
     if not last:
         return "-"
-    mean = _last_three_mean(record)
-    verdict, target = _verdict(record), goal(record)
-    shown = f"{mean:.2f}" if target is not None and mean < target <= round(mean) else f"{mean:.0f}"  # no "300 < 300"
-    return f"{shown} ({sum(len(x['returns']) for x in last)} episodes" + (f"; {verdict}" if verdict else "") + ")"
+    verdict = _verdict(record)
+    return (f"{last_three_figure(record)} ({sum(len(x['returns']) for x in last)} episodes"
+            + (f"; {verdict}" if verdict else "") + ")")
 
 
 CAUSE_PARTS = ("model", "planner", "schedule")
@@ -409,13 +416,18 @@ def _rates_machine(rates: dict[str, dict[str, Any]]) -> str:
     return ""
 
 
+def load_records(directory: Path) -> list[dict[str, Any]]:
+    """The preset's records below `directory` (TASK/seed-N), by task and seed; variants are not among them."""
+    paths = sorted(p.parent for p in Path(directory).glob("*/seed-*/tests.jsonl"))
+    if not paths:
+        raise FileNotFoundError(f"no records (TASK/seed-N/tests.jsonl) under {directory}")
+    return sorted((load_record(p) for p in paths), key=lambda r: (r["task"], r["seed"]))
+
+
 def write_results(directory: Path) -> list[Path]:
     """README.md and `<task>.png` from every record below `directory`."""
     directory = Path(directory)
-    paths = sorted(p.parent for p in directory.glob("*/seed-*/tests.jsonl"))
-    if not paths:
-        raise FileNotFoundError(f"no records (TASK/seed-N/tests.jsonl) under {directory}")
-    records = [load_record(p) for p in paths]
+    records = load_records(directory)
     causes = load_causes(directory, records)
     rates_path = directory / "rates.json"
     rates = json.loads(rates_path.read_text()) if rates_path.exists() else {}
