@@ -1,0 +1,115 @@
+"""The planner's ceiling on a paper task: the MPC agent with the simulator itself as its model.
+
+A learned agent that falls short of a goal is short in its model, its planner or its schedule. This removes
+the model: at every decision the CEM search (the `cpu` preset's settings unless overridden) scores its
+candidates by running each from a copy of the true physics state, exactly, and the agent executes the
+first action of the plan, as `planetrl`'s MPC agent does. The episode's return is what the planner can
+earn with a perfect model; a learned agent cannot be expected above it, and a run far below it is short
+in its model or its schedule, not in the search.
+
+Prints one JSON line per episode (return, rewarded decisions, seconds) and a last summary line.
+
+    python benchmarks/perfect_model_mpc.py finger-spin [--episodes 3] [--decisions 250] [--seed 0]
+        [--candidates 300 --elites 30 --iterations 8 --horizon 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import torch
+
+from planetrl.envs.registry import PAPER_TASKS
+from planetrl.planning.cem import CEMSettings, plan
+from planetrl.presets import PAPER, PRESETS
+
+
+class PhysicsObjective:
+    """CEM's view of the true simulator: each candidate runs from one saved physics state."""
+
+    noise_size = 0
+
+    def __init__(self, domain: str, task: str, repeat: int) -> None:
+        from dm_control import suite
+
+        self.env = suite.load(domain, task, task_kwargs={"random": 0})
+        self.env.reset()
+        self.repeat = repeat
+        self.substeps = round(self.env.control_timestep() / self.env.physics.timestep())
+        self.snapshot = self.env.physics.get_state()
+
+    def step(self, action: np.ndarray) -> float:
+        """One control step as `Environment.step` takes it, without its time limit."""
+        task, physics = self.env.task, self.env.physics
+        task.before_step(action, physics)
+        physics.step(self.substeps)
+        task.after_step(physics)
+        return float(task.get_reward(physics))
+
+    def imagine(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """True per-decision rewards (N, H) of (N, H, A) plans, each from the saved state."""
+        plans = actions.double().numpy()
+        out = np.zeros(plans.shape[:2])
+        physics = self.env.physics
+        for n, plan_actions in enumerate(plans):
+            with physics.reset_context():
+                physics.set_state(self.snapshot)
+            for h, action in enumerate(plan_actions):
+                for _ in range(self.repeat):
+                    out[n, h] += self.step(action)
+        return torch.as_tensor(out, dtype=torch.float32)
+
+
+def run_episode(task: str, seed: int, decisions: int, settings: CEMSettings) -> dict:
+    """One episode of the perfect-model MPC agent from the task's own random start (`seed`)."""
+    from dm_control import suite
+
+    domain, name, repeat = PAPER_TASKS[task]
+    world = suite.load(domain, name, task_kwargs={"random": seed})
+    world.reset()
+    objective = PhysicsObjective(domain, name, repeat)
+    action_size = int(world.action_spec().shape[0])
+    generator = torch.Generator().manual_seed(seed)
+    rewards, start = [], time.perf_counter()
+    for _ in range(decisions):
+        objective.snapshot = world.physics.get_state()
+        action = plan(objective, torch.zeros(1, 1), action_size, settings, [generator]).first_action()[0]
+        earned = 0.0
+        for _ in range(repeat):
+            step = world.step(action.numpy().astype(np.float64))
+            earned += float(step.reward or 0.0)
+        rewards.append(earned)
+        if step.last():
+            break
+    return {"task": task, "seed": seed, "decisions": len(rewards), "return": round(float(sum(rewards)), 2),
+            "rewarded_decisions": int(np.count_nonzero(rewards)), "seconds": round(time.perf_counter() - start, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("task", choices=sorted(PAPER_TASKS))
+    parser.add_argument("--episodes", type=int, default=3)
+    parser.add_argument("--decisions", type=int, default=0, help="decisions per episode (0 = the whole episode)")
+    parser.add_argument("--seed", type=int, default=0, help="the first episode's start seed")
+    cpu = {**PAPER, **PRESETS["cpu"]}
+    for key in ("candidates", "elites", "iterations", "horizon"):
+        parser.add_argument(f"--{key}", type=int, default=cpu[f"planner.{key}"])
+    args = parser.parse_args()
+    settings = CEMSettings(horizon=args.horizon, iterations=args.iterations, candidates=args.candidates,
+                           elites=args.elites)
+    repeat = PAPER_TASKS[args.task][2]
+    decisions = args.decisions or 1000 // repeat
+    returns = []
+    for episode in range(args.episodes):
+        line = run_episode(args.task, args.seed + episode, decisions, settings)
+        returns.append(line["return"])
+        print(json.dumps(line), flush=True)
+    print(json.dumps({"task": args.task, "settings": vars(args), "mean_return": round(float(np.mean(returns)), 2),
+                      "std_return": round(float(np.std(returns)), 2)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
