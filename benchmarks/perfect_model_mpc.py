@@ -22,6 +22,7 @@ import time
 import numpy as np
 import torch
 
+from plan_ranking import Simulator
 from planetrl.envs.registry import PAPER_TASKS
 from planetrl.planning.cem import CEMSettings, plan
 from planetrl.presets import PAPER, PRESETS
@@ -33,33 +34,20 @@ class PhysicsObjective:
     noise_size = 0
 
     def __init__(self, domain: str, task: str, repeat: int) -> None:
-        from dm_control import suite
-
-        self.env = suite.load(domain, task, task_kwargs={"random": 0})
-        self.env.reset()
-        self.repeat = repeat
-        self.substeps = round(self.env.control_timestep() / self.env.physics.timestep())
-        self.snapshot = self.env.physics.get_state()
-
-    def step(self, action: np.ndarray) -> float:
-        """One control step as `Environment.step` takes it, without its time limit."""
-        task, physics = self.env.task, self.env.physics
-        task.before_step(action, physics)
-        physics.step(self.substeps)
-        task.after_step(physics)
-        return float(task.get_reward(physics))
+        self.sim = Simulator(repeat, domain, task)
+        self.snapshot = self.sim.env.physics.get_state()
 
     def imagine(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """True per-decision rewards (N, H) of (N, H, A) plans, each from the saved state."""
         plans = actions.double().numpy()
         out = np.zeros(plans.shape[:2])
-        physics = self.env.physics
+        physics = self.sim.env.physics
         for n, plan_actions in enumerate(plans):
             with physics.reset_context():
                 physics.set_state(self.snapshot)
             for h, action in enumerate(plan_actions):
-                for _ in range(self.repeat):
-                    out[n, h] += self.step(action)
+                for _ in range(self.sim.repeat):
+                    out[n, h] += self.sim.step(action)
         return torch.as_tensor(out, dtype=torch.float32)
 
 

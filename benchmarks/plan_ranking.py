@@ -54,9 +54,10 @@ class Simulator:
 
     domain, task = "", ""
 
-    def __init__(self, repeat: int) -> None:
+    def __init__(self, repeat: int, domain: str = "", task: str = "") -> None:
         from dm_control import suite
 
+        self.domain, self.task = domain or self.domain, task or self.task
         self.env = suite.load(self.domain, self.task, task_kwargs={"random": 0})
         self.env.reset()
         self.repeat = repeat
@@ -88,7 +89,6 @@ class Simulator:
                 for _ in range(self.repeat):
                     out[n, h] += self.step(action)
         return out
-
 
 
 class CartpoleSimulator(Simulator):
