@@ -22,33 +22,24 @@ import time
 import numpy as np
 import torch
 
-from plan_ranking import Simulator
+from plan_ranking import Simulator, SimulatorObjective
 from planetrl.envs.registry import PAPER_TASKS
 from planetrl.planning.cem import CEMSettings, plan
 from planetrl.presets import PAPER, PRESETS
 
 
-class PhysicsObjective:
-    """CEM's view of the true simulator: each candidate runs from one saved physics state."""
+class PhysicsSimulator(Simulator):
+    """A dm_control task set to a full physics state (`physics.get_state()`), exactly, not from an observation."""
 
-    noise_size = 0
+    def set_state(self, state: np.ndarray) -> None:
+        physics = self.env.physics
+        with physics.reset_context():
+            physics.set_state(state)
 
-    def __init__(self, domain: str, task: str, repeat: int) -> None:
-        self.sim = Simulator(repeat, domain, task)
-        self.snapshot = self.sim.env.physics.get_state()
 
-    def imagine(self, state: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
-        """True per-decision rewards (N, H) of (N, H, A) plans, each from the saved state."""
-        plans = actions.double().numpy()
-        out = np.zeros(plans.shape[:2])
-        physics = self.sim.env.physics
-        for n, plan_actions in enumerate(plans):
-            with physics.reset_context():
-                physics.set_state(self.snapshot)
-            for h, action in enumerate(plan_actions):
-                for _ in range(self.sim.repeat):
-                    out[n, h] += self.sim.step(action)
-        return torch.as_tensor(out, dtype=torch.float32)
+def physics_objective(domain: str, task: str, repeat: int, snapshot: np.ndarray) -> SimulatorObjective:
+    """CEM's view of the true simulator: each candidate runs from the saved physics state `snapshot`."""
+    return SimulatorObjective(PhysicsSimulator(repeat, domain, task), snapshot)
 
 
 def run_episode(task: str, seed: int, decisions: int, settings: CEMSettings) -> dict:
@@ -58,12 +49,12 @@ def run_episode(task: str, seed: int, decisions: int, settings: CEMSettings) -> 
     domain, name, repeat = PAPER_TASKS[task]
     world = suite.load(domain, name, task_kwargs={"random": seed})
     world.reset()
-    objective = PhysicsObjective(domain, name, repeat)
+    objective = physics_objective(domain, name, repeat, world.physics.get_state())
     action_size = int(world.action_spec().shape[0])
     generator = torch.Generator().manual_seed(seed)
     rewards, start = [], time.perf_counter()
     for _ in range(decisions):
-        objective.snapshot = world.physics.get_state()
+        objective.state = world.physics.get_state()
         action = plan(objective, torch.zeros(1, 1), action_size, settings, [generator]).first_action()[0]
         earned = 0.0
         for _ in range(repeat):

@@ -312,14 +312,13 @@ def test_perfect_model_objective_scores_each_plan_as_the_task_itself_rewards_it(
     import torch
     from dm_control import suite
 
-    from perfect_model_mpc import PhysicsObjective
+    from perfect_model_mpc import physics_objective
 
     world = suite.load("cartpole", "swingup", task_kwargs={"random": 3})
     world.reset()
     for _ in range(5):
         world.step(np.array([0.5]))
-    objective = PhysicsObjective("cartpole", "swingup", repeat=2)
-    objective.snapshot = world.physics.get_state()
+    objective = physics_objective("cartpole", "swingup", 2, world.physics.get_state())
     plans = np.random.default_rng(0).uniform(-1, 1, (2, 4, 1))
     predicted = objective.imagine(torch.zeros(2, 1), torch.as_tensor(plans)).numpy()
     true = [sum(world.step(action).reward for _ in range(2)) for action in plans[1]]  # the world runs plan 1
