@@ -135,6 +135,10 @@ class OptimConfig:
                             choices=("auto", "fp32", "bf16"))
     channels_last: bool = option(True, "channels_last memory format for the convolutions.")
     compile: bool = option(False, "torch.compile the encoder and decoder.")
+    average: float = option(
+        0.0, "Decay of an exponential moving average of the world model's weights that the agent plans with "
+        "(collecting, testing, kept models): 0.99 averages about the last 100 updates; 0 = the trained weights, "
+        "as in PlaNet.", low=0.0, high=0.999)
 
 
 @dataclass(frozen=True)

@@ -233,7 +233,7 @@ class PlanetRun:
                 else:
                     if self.cfg.train.keep_models:
                         self._keep_model()
-                    last_test = self.test_phase(self.model, self._test_env(), self.updates, self.logger)
+                    last_test = self.test_phase(self.updater.acting, self._test_env(), self.updates, self.logger)
                     self.progress_view.test(last_test["test/return"])
         finally:
             self._teardown()
@@ -311,7 +311,7 @@ class PlanetRun:
         """The weights the test phase is about to use, in a file of their own (rewritten on a resumed phase)."""
         self.fence()
         save_checkpoint(self.checkpoint_path.parent / MODEL_SNAPSHOT.format(updates=self.updates), {
-            "updater": {"model": self.model.state_dict()}, "updates": self.updates,
+            "updater": {"model": self.updater.acting.state_dict()}, "updates": self.updates,
             "action_size": self.action_size, "config": config_lib.to_dict(self.cfg)})
 
     def _collect_phase(self) -> None:
@@ -320,7 +320,7 @@ class PlanetRun:
         index = self._collected()
         seed = derive(cfg.run.seed, "collect", index)
         noise, correlation = exploration_of(cfg.planner, index)
-        agent = build_mpc_agent(cfg, self.model, env, seed=seed, noise=noise, correlation=correlation)
+        agent = build_mpc_agent(cfg, self.updater.acting, env, seed=seed, noise=noise, correlation=correlation)
         start = time.perf_counter()
         driver = Driver(env, agent, self._callbacks(self.train_dir, env, phase=("collecting", 1))[0], seed=seed)
         [result] = driver.run(1, explore=True)
@@ -425,7 +425,7 @@ def kept_models(run_dir: Path) -> list[int]:
 def load_trained(run_dir: Path, device_name: str = "auto",
                  updates: int | None = None) -> tuple[config_lib.Config, WorldModel, int]:
     """Config, world model with the latest checkpoint's weights (or the kept model at `updates`), and its update
-    count."""
+    count; the weights are those the agent plans with, the running average where `optim.average` is on."""
     run_dir = Path(run_dir)
     cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml")
     import_task_modules(cfg.run.imports)
@@ -444,5 +444,6 @@ def load_trained(run_dir: Path, device_name: str = "auto",
     if checkpoint is None:
         raise FileNotFoundError(f"{run_dir} has no checkpoint yet ({path})")
     model = build_world_model(cfg, int(checkpoint["action_size"]))
-    model.load_state_dict(checkpoint["updater"]["model"])
+    weights = checkpoint["updater"]
+    model.load_state_dict(weights.get("average", weights["model"]))  # the agent's weights (optim.average)
     return cfg, model.to(device).eval(), int(checkpoint["updates"])

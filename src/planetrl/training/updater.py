@@ -1,7 +1,8 @@
-"""One world-model update: loss, backward, gradient clipping, Adam; with precision options."""
+"""One world-model update: loss, backward, gradient clipping, Adam; with precision options and weight averaging."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -41,6 +42,7 @@ class WorldModelUpdater:
         if cfg.optim.channels_last:
             self.model.encoder.to(memory_format=torch.channels_last)
             self.model.decoder.to(memory_format=torch.channels_last)
+        self.average = averaged_copy(self.model) if cfg.optim.average > 0 else None
         if cfg.optim.compile:
             self.model.encoder.compile()
             self.model.decoder.compile()
@@ -58,13 +60,43 @@ class WorldModelUpdater:
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
         self.optimizer.step()
+        if self.average is not None:
+            follow_average(self.average, self.model, self.cfg.optim.average)
         result = {key: float(value) for key, value in metrics.items()}
         result["grad_norm"] = float(grad_norm)
         return result
 
+    @property
+    def acting(self) -> WorldModel:
+        """The weights the agent plans with: the running average when `optim.average` is on."""
+        return self.model if self.average is None else self.average
+
     def state_dict(self) -> dict[str, Any]:
-        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        state = {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict()}
+        if self.average is not None:
+            state["average"] = self.average.state_dict()
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        if self.average is not None:
+            if "average" not in state:
+                raise ValueError("the checkpoint has no averaged weights, but optim.average is "
+                                 f"{self.cfg.optim.average}; resume with the run's own config.yaml")
+            self.average.load_state_dict(state["average"])
+
+
+def averaged_copy(model: WorldModel) -> WorldModel:
+    """A copy of `model` that no optimizer touches, to hold the running average of its weights."""
+    average = copy.deepcopy(model)
+    average.requires_grad_(False)
+    return average
+
+
+@torch.no_grad()
+def follow_average(average: WorldModel, model: WorldModel, decay: float) -> None:
+    """One step of the exponential moving average: average <- decay * average + (1 - decay) * model."""
+    torch._foreach_lerp_(list(average.parameters()), list(model.parameters()), 1.0 - decay)
+    for kept, current in zip(average.buffers(), model.buffers(), strict=True):
+        kept.copy_(current)
