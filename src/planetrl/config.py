@@ -137,8 +137,8 @@ class OptimConfig:
     compile: bool = option(False, "torch.compile the encoder and decoder.")
     average: float = option(
         0.0, "Decay of an exponential moving average of the world model's weights that the agent plans with "
-        "(collecting, testing, kept models): 0.99 averages about the last 100 updates; 0 = the trained weights, "
-        "as in PlaNet.", low=0.0, high=0.999)
+        "(collecting, testing, kept models): 0.99 averages about the last 100 updates, after a warm-up of "
+        "min(decay, (1 + n) / (10 + n)) at update n; 0 = the trained weights, as in PlaNet.", low=0.0, high=0.999)
 
 
 @dataclass(frozen=True)

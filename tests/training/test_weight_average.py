@@ -9,7 +9,7 @@ from planetrl import config as C
 from planetrl.cli import main
 from planetrl.training.planet import load_trained
 from planetrl.training.rundir import CHECKPOINT, MODEL_SNAPSHOT, load_checkpoint
-from planetrl.training.updater import WorldModelUpdater, build_world_model
+from planetrl.training.updater import WorldModelUpdater, build_world_model, warmed_decay
 
 SMALL = ["model.belief_size=16", "model.state_size=4", "model.hidden_size=16", "model.depth=4", "optim.lr=1e-2"]
 
@@ -32,12 +32,19 @@ def _flat(model: torch.nn.Module) -> torch.Tensor:
     return torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+def test_the_decay_warms_up_to_the_configured_one():
+    assert [round(warmed_decay(0.99, n), 4) for n in (0, 1, 10, 100)] == [0.1, 0.1818, 0.55, 0.9182]
+    assert warmed_decay(0.99, 889) < 0.99
+    assert warmed_decay(0.99, 890) == pytest.approx(0.99) and warmed_decay(0.99, 5000) == 0.99
+    assert warmed_decay(0.3, 0) == 0.1 and warmed_decay(0.3, 2) == 0.25 and warmed_decay(0.3, 3) == 0.3
+
+
 def test_the_acting_weights_are_the_exponential_average_of_the_trained_ones_after_each_update():
-    updater = _updater(0.8)
+    updater = _updater(0.3)
     expected = _flat(updater.model).clone()
-    for step in range(4):
+    for step, decay in enumerate([0.1, 2 / 11, 0.25, 0.3, 0.3]):
         updater.update(_batch(step))
-        expected = 0.8 * expected + 0.2 * _flat(updater.model)
+        expected = decay * expected + (1 - decay) * _flat(updater.model)
     assert updater.acting is updater.average and updater.acting is not updater.model
     assert torch.allclose(_flat(updater.acting), expected, atol=1e-6)
     assert not torch.allclose(_flat(updater.acting), _flat(updater.model), atol=1e-4)
@@ -57,6 +64,7 @@ def test_the_average_survives_a_checkpoint_and_one_without_it_is_refused():
         updater.update(_batch(step))
     resumed = _updater(0.9)
     resumed.load_state_dict(copy.deepcopy(updater.state_dict()))  # as from disk: no shared Adam moments
+    assert resumed.updates == updater.updates == 3  # the warm-up goes on where it was
     assert torch.equal(_flat(resumed.acting), _flat(updater.acting))
     for each in (updater, resumed):  # the loss samples latent states: the same draws for both
         torch.manual_seed(7)

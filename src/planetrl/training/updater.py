@@ -47,6 +47,7 @@ class WorldModelUpdater:
             self.model.encoder.compile()
             self.model.decoder.compile()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.optim.lr, eps=cfg.optim.eps)
+        self.updates = 0
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One step on a batch of (B, T, ...) tensors; metrics include the gradient norm."""
@@ -61,7 +62,8 @@ class WorldModelUpdater:
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip)
         self.optimizer.step()
         if self.average is not None:
-            follow_average(self.average, self.model, self.cfg.optim.average)
+            follow_average(self.average, self.model, warmed_decay(self.cfg.optim.average, self.updates))
+        self.updates += 1
         result = {key: float(value) for key, value in metrics.items()}
         result["grad_norm"] = float(grad_norm)
         return result
@@ -80,6 +82,7 @@ class WorldModelUpdater:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
+        self.updates = adam_steps(self.optimizer)
         if self.average is not None:
             if "average" not in state:
                 raise ValueError("the checkpoint has no averaged weights, but optim.average is "
@@ -92,6 +95,22 @@ def averaged_copy(model: WorldModel) -> WorldModel:
     average = copy.deepcopy(model)
     average.requires_grad_(False)
     return average
+
+
+def warmed_decay(decay: float, updates: int) -> float:
+    """The average's decay after `updates` earlier updates: min(decay, (1 + n) / (10 + n)).
+
+    A fixed 0.99 from the first update would keep about a third of the random initial weights in the
+    average at the first collected episode (0.99 ** 100); the warm-up averages over about the last n / 10
+    updates early on, as TensorFlow's ExponentialMovingAverage does when given its step count.
+    """
+    return min(decay, (1.0 + updates) / (10.0 + updates))
+
+
+def adam_steps(optimizer: torch.optim.Optimizer) -> int:
+    """How many steps the optimizer has taken, from its state (0 before the first)."""
+    steps = [state["step"] for state in optimizer.state.values() if "step" in state]
+    return int(max(float(step) for step in steps)) if steps else 0
 
 
 @torch.no_grad()
