@@ -83,6 +83,8 @@ def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_change
         means = [sum(t["returns"]) / len(t["returns"]) for t in phases][-3:]
         assert cell.startswith(f"{sum(means) / len(means):.0f} (")
     assert cells[6] != cells[7]
+    means = [sum(t["returns"]) / len(t["returns"]) for t in tests]
+    assert cells[8].split("; ")[0] == f"{max(max(means[:i + 1]) - m for i, m in enumerate(means)):.0f}"
     assert main(["results", "table", "--dir", str(directory)]) == 0
     assert "## Variants" in (directory / "README.md").read_text()
 
@@ -171,6 +173,17 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     assert ("unfinished at 3 of 7 updates: not the goal's measure"
             in _last_three(_fake("cheetah-run", five, total=7)))
     assert _last_three(_fake("cheetah-run", [])) == "-"
+
+
+def test_the_largest_fall_is_how_far_a_phase_fell_below_the_best_one_before_it():
+    from planetrl.training.results import largest_fall
+
+    # cheetah-run's issue run: best 170 then 72, best 275 then 86: the fall that counts is 189
+    issue_run = [[r] * 5 for r in (92.0, 121.0, 170.0, 72.0, 275.0, 86.0, 104.0)]
+    assert largest_fall(_fake("cheetah-run", issue_run)) == pytest.approx(189.0)
+    assert largest_fall(_fake("cheetah-run", [[10.0] * 5, [20.0] * 5, [30.0] * 5])) == 0.0  # held every gain
+    assert largest_fall(_fake("cheetah-run", [[10.0, 30.0], [15.0] * 2])) == pytest.approx(5.0)  # phase means
+    assert largest_fall(_fake("cheetah-run", [[10.0] * 5])) is None
 
 
 def test_each_shortfall_names_its_cause_and_a_typo_in_the_causes_fails(tmp_path):

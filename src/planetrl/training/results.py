@@ -189,6 +189,22 @@ def last_three_figure(record: dict[str, Any]) -> str:
     return f"{mean:.2f}" if target is not None and mean < target <= round(mean) else f"{mean:.0f}"  # no "300 < 300"
 
 
+def largest_fall(record: dict[str, Any]) -> float | None:
+    """How far a phase's mean return fell below the best phase before it, at most: the gains it did not hold.
+
+    Zero for a run that never fell back; None before two phases. Issue 13's stability question in one number.
+    """
+    means = [float(np.mean(test["returns"])) for test in record["tests"]]
+    if len(means) < 2:
+        return None
+    return max(float(np.max(means[: index + 1])) - mean for index, mean in enumerate(means))
+
+
+def _fall(record: dict[str, Any] | None) -> str:
+    fall = largest_fall(record) if record else None
+    return "-" if fall is None else f"{fall:.0f}"
+
+
 def _last_three(record: dict[str, Any]) -> str:
     """The mean of the last three phases, its episodes, and whether it meets the goal by the goal's measure."""
     last = record["tests"][-3:]
@@ -270,6 +286,7 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
     per_task("test return at 60 min", lambda t: joined(t, lambda r: _cell(_at(r, 60, rates))))
     per_task("test return at the end", lambda t: joined(t, lambda r: _cell(_at(r, None, rates))))
     per_task("mean of the last 3 test phases", lambda t: joined(t, _last_three))
+    per_task("largest fall below an earlier phase", lambda t: joined(t, _fall))
     per_task(f"goal for that mean (phases of at least {GOAL_EPISODES} episodes)", lambda t: joined(t, _goal_cell))
     per_task("where it falls short, and why (the model, the planner or the schedule)",
              lambda t: joined(t, lambda r: _cause_cell(r, causes or {})))
@@ -310,7 +327,8 @@ def variants_table(directory: Path, records: list[dict[str, Any]]) -> str:
     bases = {(r["task"], r["seed"]): r for r in records}
     lines = ["| task | variant | seed | what it changes against the preset's record of that seed | commit "
              "(variant; preset's record) | test phase means | mean of the last 3 phases | the preset's record, "
-             "same seed |", "|---|---|---|---|---|---|---|---|"]
+             "same seed | largest fall below an earlier phase (variant; preset) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for path in paths:
         variant = load_record(path)
         base = bases.get((variant["task"], variant["seed"]))
@@ -319,7 +337,8 @@ def variants_table(directory: Path, records: list[dict[str, Any]]) -> str:
         phase_means = ", ".join(f"{np.mean(t['returns']):.0f}" for t in variant["tests"]) or "-"
         lines.append(f"| {variant['task']} | {path.parent.name} | {variant['seed']} | {changes or 'nothing'} | "
                      f"{_commit(variant)}; {_commit(base) if base else '-'} | {phase_means} | "
-                     f"{_last_three(variant)} | {_last_three(base) if base else '-'} |")
+                     f"{_last_three(variant)} | {_last_three(base) if base else '-'} | "
+                     f"{_fall(variant)}; {_fall(base)} |")
     return "\n".join(lines) + "\n"
 
 
