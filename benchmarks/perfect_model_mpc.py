@@ -7,7 +7,9 @@ first action of the plan, as `planetrl`'s MPC agent does. The episode's return i
 earn with a perfect model; a learned agent cannot be expected above it, and a run far below it is short
 in its model or its schedule, not in the search.
 
-Prints one JSON line per episode (return, rewarded decisions, seconds) and a last summary line.
+Prints one JSON line per episode (return, rewarded decisions, seconds; on walker-walk also the share of
+decisions with the torso at standing height and the mean forward speed, which its reward pays for) and a
+last summary line.
 
     python benchmarks/perfect_model_mpc.py finger-spin [--episodes 3] [--decisions 250] [--seed 0]
         [--candidates 300 --elites 30 --iterations 8 --horizon 12]
@@ -42,6 +44,13 @@ def physics_objective(domain: str, task: str, repeat: int, snapshot: np.ndarray)
     return SimulatorObjective(PhysicsSimulator(repeat, domain, task), snapshot)
 
 
+def walker_pose(physics) -> tuple[bool, float]:
+    """Whether a walker's torso is at the height its reward counts as standing (1.2 m), and its forward speed."""
+    from dm_control.suite import walker
+
+    return bool(physics.torso_height() >= walker._STAND_HEIGHT), float(physics.horizontal_velocity())
+
+
 def run_episode(task: str, seed: int, decisions: int, settings: CEMSettings) -> dict:
     """One episode of the perfect-model MPC agent from the task's own random start (`seed`)."""
     from dm_control import suite
@@ -52,7 +61,7 @@ def run_episode(task: str, seed: int, decisions: int, settings: CEMSettings) -> 
     objective = physics_objective(domain, name, repeat, world.physics.get_state())
     action_size = int(world.action_spec().shape[0])
     generator = torch.Generator().manual_seed(seed)
-    rewards, start = [], time.perf_counter()
+    rewards, poses, start = [], [], time.perf_counter()
     for _ in range(decisions):
         objective.state = world.physics.get_state()
         action = plan(objective, torch.zeros(1, 1), action_size, settings, [generator]).first_action()[0]
@@ -61,10 +70,16 @@ def run_episode(task: str, seed: int, decisions: int, settings: CEMSettings) -> 
             step = world.step(action.numpy().astype(np.float64))
             earned += float(step.reward or 0.0)
         rewards.append(earned)
+        if domain == "walker":
+            poses.append(walker_pose(world.physics))
         if step.last():
             break
-    return {"task": task, "seed": seed, "decisions": len(rewards), "return": round(float(sum(rewards)), 2),
+    line = {"task": task, "seed": seed, "decisions": len(rewards), "return": round(float(sum(rewards)), 2),
             "rewarded_decisions": int(np.count_nonzero(rewards)), "seconds": round(time.perf_counter() - start, 1)}
+    if poses:
+        line["standing_share"] = round(float(np.mean([standing for standing, _ in poses])), 3)
+        line["mean_speed"] = round(float(np.mean([speed for _, speed in poses])), 3)
+    return line
 
 
 def main() -> None:

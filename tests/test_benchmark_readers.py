@@ -336,3 +336,26 @@ def test_perfect_model_mpc_balances_an_upright_pole_at_the_most_it_can_earn():
     # most; the same 25 decisions of one random plan each (1 candidate, 1 iteration) earn 98.5
     assert line["decisions"] == 25 and line["rewarded_decisions"] == 25
     assert line["return"] > 0.9 * 25 * 8
+
+
+def test_the_walker_readout_tells_standing_from_lying_and_reads_the_forward_speed():
+    from dm_control import suite
+
+    from perfect_model_mpc import run_episode, walker_pose
+    from planetrl.planning.cem import CEMSettings
+
+    physics = suite.load("walker", "walk", task_kwargs={"random": 0}).physics
+    with physics.reset_context():  # the model's own pose: upright, torso at 1.3 m; rootz slides it down
+        physics.data.qpos[:] = 0.0
+        physics.data.qvel[:] = 0.0
+        physics.data.qvel[1] = 0.7  # rootx: the whole walker moves forward
+    standing, speed = walker_pose(physics)
+    assert standing and speed == pytest.approx(0.7, abs=1e-6)
+    with physics.reset_context():
+        physics.data.qpos[0] = -1.0
+    assert not walker_pose(physics)[0]
+    line = run_episode("walker-walk", seed=0, decisions=3, settings=CEMSettings(
+        horizon=2, iterations=1, candidates=4, elites=2))
+    assert line["decisions"] == 3 and 0.0 <= line["standing_share"] <= 1.0 and "mean_speed" in line
+    assert "standing_share" not in run_episode("cartpole-balance", seed=0, decisions=2, settings=CEMSettings(
+        horizon=2, iterations=1, candidates=4, elites=2))
