@@ -194,10 +194,10 @@ def largest_fall(record: dict[str, Any]) -> float | None:
 
     Zero for a run that never fell back; None before two phases. Issue 13's stability question in one number.
     """
-    means = [float(np.mean(test["returns"])) for test in record["tests"]]
+    means = np.array([np.mean(test["returns"]) for test in record["tests"]])
     if len(means) < 2:
         return None
-    return max(float(np.max(means[: index + 1])) - mean for index, mean in enumerate(means))
+    return float(np.max(np.maximum.accumulate(means) - means))
 
 
 def _fall(record: dict[str, Any] | None) -> str:

@@ -47,7 +47,7 @@ class WorldModelUpdater:
             self.model.encoder.compile()
             self.model.decoder.compile()
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.optim.lr, eps=cfg.optim.eps)
-        self.updates = 0
+        self.updates = 0  # for the average's warm-up; a resume reads it back from Adam's step count
 
     def update(self, batch: dict[str, torch.Tensor]) -> dict[str, float]:
         """One step on a batch of (B, T, ...) tensors; metrics include the gradient norm."""
