@@ -2,9 +2,11 @@
 of planning, training and simulation in a whole run. Prints one JSON line per task; run it on an idle machine.
 
     python benchmarks/hour_budget.py --tasks cartpole-swingup,cheetah-run [--preset cpu] [--updates 200]
+        [--set data.batch_size=16 ...]
 
-It trains the preset for `--updates` updates in a temporary directory (two collected episodes, one test
-phase) and reads the run's own timings, then times the simulator alone with random actions.
+It trains the preset (with any `--set` overrides, as `planetrl train` takes them) for `--updates` updates
+in a temporary directory (two collected episodes, one test phase) and reads the run's own timings, then
+times the simulator alone with random actions.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ def run_seconds(cfg: C.Config, update_s: float, decision_s: float, test_phase_s:
     return {**parts, "total": seed_s + sum(parts.values()), "episodes": episodes, "phases": phases}
 
 
-def measure(task: str, preset: str, updates: int) -> dict[str, float | str]:
-    cfg = C.build(preset, [f"env.task={task}", f"train.total_updates={updates}", f"train.test_every={updates}",
-                           f"train.collect_every={updates // 2}", f"train.log_every={max(updates // 8, 1)}"])
+def measure(task: str, preset: str, updates: int, overrides: tuple[str, ...] = ()) -> dict[str, float | str]:
+    cfg = C.build(preset, [*overrides, f"env.task={task}", f"train.total_updates={updates}",
+                           f"train.test_every={updates}", f"train.collect_every={updates // 2}",
+                           f"train.log_every={max(updates // 8, 1)}"])
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "run-00"
         prepare_run_dir(run_dir, cfg, {})
@@ -69,13 +72,14 @@ def measure(task: str, preset: str, updates: int) -> dict[str, float | str]:
     per_episode = decisions_per_episode(cfg.env)
     test_phase_s = test_decision_s * per_episode
     sim_s = simulation_seconds(cfg)
-    full = C.build(preset, [f"env.task={task}"])
+    full = C.build(preset, [*overrides, f"env.task={task}"])
     parts = run_seconds(full, update_s, decision_s, test_phase_s, seed_s)
     training, collect, testing, total = parts["training"], parts["collect"], parts["testing"], parts["total"]
     episodes, phases = parts["episodes"], parts["phases"]
     simulation = (episodes + phases) * per_episode * sim_s  # test episodes step in parallel processes
     return {
-        "task": task, "preset": preset, "update_s": round(update_s, 4), "decision_s": round(decision_s, 4),
+        "task": task, "preset": preset, "overrides": list(overrides),
+        "update_s": round(update_s, 4), "decision_s": round(decision_s, 4),
         "test_phase_s": round(test_phase_s, 1), "seed_s": round(seed_s, 1),
         "simulation_s_per_decision": round(sim_s, 4),
         "decisions_per_episode": per_episode, "run_minutes": round(total / 60, 1),
@@ -105,11 +109,13 @@ def main() -> None:
                                            "walker-walk")
     parser.add_argument("--preset", default="cpu")
     parser.add_argument("--updates", type=int, default=200)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override on top of the preset, as `planetrl train --set` takes it")
     parser.add_argument("--rates", help="also write {task: rates} for `planetrl results table` to this JSON file")
     args = parser.parse_args()
     rates = {}
     for task in args.tasks.split(","):
-        result = measure(task.strip(), args.preset, args.updates)
+        result = measure(task.strip(), args.preset, args.updates, tuple(args.set))
         print(json.dumps(result), flush=True)
         rates[result["task"]] = rates_of(result)
     if args.rates:

@@ -268,3 +268,18 @@ def test_the_readme_summary_shows_what_the_committed_records_hold():
         assert random == f"{np.mean(records[0]['random']['returns']):.0f}", task
         assert target.split(" (")[0] == f"{goal(records[0]):.0f}", task
         assert (planet, dreamer) == (str(PUBLISHED[task]["planet_100k"]), str(PUBLISHED[task]["dreamer_100k"]))
+
+
+def test_hour_budget_prices_the_preset_with_the_overrides_it_is_given(monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import hour_budget
+
+    built = []
+    real_build = hour_budget.C.build
+    monkeypatch.setattr(hour_budget.C, "build", lambda preset, overrides: built.append(overrides)
+                        or real_build(preset, overrides))
+    result = hour_budget.measure("mock", "debug", 4, ("data.batch_size=2",))
+    assert result["overrides"] == ["data.batch_size=2"] and result["update_s"] > 0
+    assert len(built) == 2 and all("data.batch_size=2" in overrides for overrides in built)  # trained and priced
+    with pytest.raises(ValueError, match=r"optim\.lrr"):
+        hour_budget.measure("mock", "debug", 4, ("optim.lrr=1",))
