@@ -113,6 +113,8 @@ def main() -> None:
                         help="a config override on top of the preset, as `planetrl train --set` takes it")
     parser.add_argument("--rates", help="also write {task: rates} for `planetrl results table` to this JSON file")
     args = parser.parse_args()
+    if args.rates and args.set:  # rates.json prices the preset's own records; a variant's rates would misprice them
+        parser.error(f"--rates writes the preset's idle rates, so it does not take --set ({', '.join(args.set)})")
     rates = {}
     for task in args.tasks.split(","):
         result = measure(task.strip(), args.preset, args.updates, tuple(args.set))

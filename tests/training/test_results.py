@@ -283,3 +283,9 @@ def test_hour_budget_prices_the_preset_with_the_overrides_it_is_given(monkeypatc
     assert len(built) == 2 and all("data.batch_size=2" in overrides for overrides in built)  # trained and priced
     with pytest.raises(ValueError, match=r"optim\.lrr"):
         hour_budget.measure("mock", "debug", 4, ("optim.lrr=1",))
+    monkeypatch.setattr(sys, "argv", ["hour_budget.py", "--tasks", "mock", "--set", "data.batch_size=2",
+                                      "--rates", "rates.json"])
+    builds = len(built)
+    with pytest.raises(SystemExit):  # refused before any measuring: no config was built
+        hour_budget.main()
+    assert len(built) == builds
