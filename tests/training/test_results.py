@@ -11,6 +11,8 @@ import pytest
 from planetrl.cli import main
 from planetrl.training.results import PUBLISHED, RECORD_FILES
 
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
 
 @pytest.fixture(scope="module")
 def record(tmp_path_factory):
@@ -109,7 +111,7 @@ def test_idle_rates_turn_counts_into_minutes(record):
 
 
 def test_phase_minutes_prices_records_at_the_rates_hour_budget_printed(record, tmp_path, monkeypatch, capsys):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     import phase_minutes
 
     _, out = record
@@ -271,7 +273,7 @@ def test_the_readme_summary_shows_what_the_committed_records_hold():
 
 
 def test_hour_budget_prices_the_preset_with_the_overrides_it_is_given(monkeypatch):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
     import hour_budget
 
     built = []
