@@ -18,7 +18,8 @@ from planetrl import config as C
 from planetrl.cli import main
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.planning.cem import CEMSettings, plan
-from planetrl.training.planet import read_tests
+from planetrl.training.planet import load_trained, read_tests
+from planetrl.training.rundir import CHECKPOINT, load_checkpoint
 from planetrl.training.updater import WorldModelUpdater, build_world_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -84,8 +85,11 @@ def test_updates_on_cuda_fit_a_batch_as_far_as_on_cpu(precision):
     assert last["cuda"] == pytest.approx(last["cpu"], abs=0.1 * fall)
 
 
-def test_a_cuda_run_killed_mid_way_resumes_and_its_models_evaluate_on_cpu_and_cuda(tmp_path):
-    extra = ["--set", "train.total_updates=48", "--set", "train.test_every=16"]
+@pytest.mark.parametrize("average", [0.0, 0.9])
+def test_a_cuda_run_killed_mid_way_resumes_and_its_models_evaluate_on_cpu_and_cuda(tmp_path, average):
+    """With `optim.average` on, the checkpoint carries the averaged weights across the kill, and eval on
+    either device plans with them."""
+    extra = ["--set", "train.total_updates=48", "--set", "train.test_every=16", "--set", f"optim.average={average}"]
     command = [sys.executable, "-m", "planetrl.cli", "train", "--logdir", str(tmp_path), *ON_CUDA, *extra]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run = tmp_path / "run-00"
@@ -103,5 +107,10 @@ def test_a_cuda_run_killed_mid_way_resumes_and_its_models_evaluate_on_cpu_and_cu
     for path in after:
         read_episode(path)
     assert [t["updates"] for t in read_tests(run)] == [16, 32, 48]
+    latest = load_checkpoint(run / "checkpoints" / CHECKPOINT, torch.device("cpu"))["updater"]
+    assert ("average" in latest) == (average > 0)
+    _, model, _ = load_trained(run, "cuda")
+    for name, value in model.state_dict().items():
+        assert torch.equal(value.cpu(), latest["average" if average else "model"][name]), name
     for device in ("cpu", "cuda"):  # a GPU's checkpoint read back on either device
         assert main(["eval", "--run", str(run), "--episodes", "1", "--device", device]) == 0
