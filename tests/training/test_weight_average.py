@@ -1,6 +1,7 @@
 """optim.average: the agent plans with a running average of the world model's weights, kept across a resume."""
 
 import copy
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from planetrl.training.planet import load_trained
 from planetrl.training.rundir import CHECKPOINT, MODEL_SNAPSHOT, load_checkpoint
 from planetrl.training.updater import WorldModelUpdater, build_world_model, warmed_decay
 
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SMALL = ["model.belief_size=16", "model.state_size=4", "model.hidden_size=16", "model.depth=4", "optim.lr=1e-2"]
 
 
@@ -74,10 +76,17 @@ def test_the_average_survives_a_checkpoint_and_one_without_it_is_refused():
         _updater(0.9).load_state_dict(_updater(0.0).state_dict())
 
 
-def test_a_run_with_averaging_tests_keeps_and_evaluates_the_averaged_weights(tmp_path):
-    assert main(["train", "--logdir", str(tmp_path), "--preset", "debug", "--no-progress",
+@pytest.fixture(scope="module")
+def averaged_run(tmp_path_factory):
+    """A debug run with `optim.average` on that keeps its models."""
+    logdir = tmp_path_factory.mktemp("averaged")
+    assert main(["train", "--logdir", str(logdir), "--preset", "debug", "--no-progress",
                  "--set", "optim.average=0.5", "--set", "train.keep_models=true"]) == 0
-    run = tmp_path / "run-00"
+    return logdir / "run-00"
+
+
+def test_a_run_with_averaging_tests_keeps_and_evaluates_the_averaged_weights(averaged_run, tmp_path):
+    run = averaged_run
     latest = load_checkpoint(run / "checkpoints" / CHECKPOINT, torch.device("cpu"))["updater"]
     kept = load_checkpoint(run / "checkpoints" / MODEL_SNAPSHOT.format(updates=12),
                            torch.device("cpu"))["updater"]["model"]
@@ -90,3 +99,25 @@ def test_a_run_with_averaging_tests_keeps_and_evaluates_the_averaged_weights(tmp
         assert torch.equal(value, latest["average"][name]), name
     assert main(["train", "--logdir", str(tmp_path / "bad"), "--preset", "debug", "--no-progress",
                  "--set", "optim.average=1.0"]) != 0
+
+
+def test_the_trained_weights_of_an_averaged_run_become_models_that_eval_plans_with(averaged_run, tmp_path,
+                                                                                   monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from trained_weights import write_trained_weights
+
+    out = tmp_path / "trained" / "run-00"
+    latest = load_checkpoint(averaged_run / "checkpoints" / CHECKPOINT, torch.device("cpu"))["updater"]
+    assert write_trained_weights(averaged_run, out)[-1] == 12
+    _, model, updates = load_trained(out, "cpu", 12)
+    assert updates == 12
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, latest["model"][name]), name
+    assert any(not torch.equal(value, latest["average"][name]) for name, value in model.state_dict().items())
+    assert main(["eval", "--run", str(out), "--checkpoint", "12", "--episodes", "1", "--device", "cpu"]) == 0
+
+    plain = tmp_path / "plain"
+    assert main(["train", "--logdir", str(plain), "--preset", "debug", "--no-progress",
+                 "--set", "train.total_updates=4", "--set", "train.test_every=4"]) == 0
+    with pytest.raises(ValueError, match="holds no average"):
+        write_trained_weights(plain / "run-00", tmp_path / "nothing")
