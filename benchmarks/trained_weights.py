@@ -4,7 +4,8 @@ With `optim.average` on, a run plans and keeps models with the average; only `la
 also hold the weights Adam trained. This copies the run's config.yaml and run_info.json to OUT/run-00 and writes
 each checkpoint's trained weights as OUT/run-00/checkpoints/model-U.pt, so that `planetrl eval --run
 OUT/run-00 --checkpoint U` plans with them and compares, start state by start state, with the average kept at
-the same update. Prints one JSON line per model written.
+the same update. It links the run's test_episodes there too, so that `model_drift.py` and `plan_ranking.py`
+score the trained weights on the episodes the average's agent played. Prints one JSON line per model written.
 
     python benchmarks/trained_weights.py RUN_DIR OUT
 """
@@ -26,6 +27,9 @@ def write_trained_weights(run: Path, out: Path) -> list[int]:
     out.mkdir(parents=True, exist_ok=True)
     for name in ("config.yaml", "run_info.json"):
         shutil.copy2(run / name, out / name)
+    episodes = out / "test_episodes"
+    if (run / "test_episodes").is_dir() and not episodes.exists():
+        episodes.symlink_to((run / "test_episodes").resolve())  # so model_drift.py and plan_ranking.py score them
     written = []
     for name in (PREVIOUS_CHECKPOINT, CHECKPOINT):
         state = load_checkpoint(run / "checkpoints" / name, torch.device("cpu"), needs="updater")
