@@ -29,7 +29,7 @@ def write_trained_weights(run: Path, out: Path) -> list[int]:
         shutil.copy2(run / name, out / name)
     episodes = out / "test_episodes"
     if (run / "test_episodes").is_dir() and not episodes.exists():
-        episodes.symlink_to((run / "test_episodes").resolve())  # so model_drift.py and plan_ranking.py score them
+        episodes.symlink_to((run / "test_episodes").resolve())
     written = []
     for name in (PREVIOUS_CHECKPOINT, CHECKPOINT):
         state = load_checkpoint(run / "checkpoints" / name, torch.device("cpu"), needs="updater")

@@ -109,8 +109,8 @@ def test_the_trained_weights_of_an_averaged_run_become_models_that_eval_plans_wi
     out = tmp_path / "trained" / "run-00"
     latest = load_checkpoint(averaged_run / "checkpoints" / CHECKPOINT, torch.device("cpu"))["updater"]
     assert write_trained_weights(averaged_run, out)[-1] == 12
-    assert sorted(p.name for p in (out / "test_episodes").iterdir()) == sorted(
-        p.name for p in (averaged_run / "test_episodes").iterdir())
+    run_episodes = sorted(p.name for p in (averaged_run / "test_episodes").iterdir())
+    assert run_episodes and sorted(p.name for p in (out / "test_episodes").iterdir()) == run_episodes
     _, model, updates = load_trained(out, "cpu", 12)
     assert updates == 12
     for name, value in model.state_dict().items():
