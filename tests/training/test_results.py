@@ -90,6 +90,52 @@ def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_change
     assert "## Variants" in (directory / "README.md").read_text()
 
 
+def _record_as(source, out, task, seed, phase_returns, **changes):
+    """A copy of `source` as a record of `task` and `seed` whose test phases, at updates 4, 8, ..., return
+    `phase_returns` (five episodes each); `changes` ("section.key": value) edit its config."""
+    import yaml
+
+    shutil.copytree(source, out)
+    saved = yaml.safe_load((out / "config.yaml").read_text())
+    for key, value in {"env.task": task, "run.seed": seed, "train.total_updates": 12, **changes}.items():
+        section, name = key.split(".")
+        saved[section][name] = value
+    (out / "config.yaml").write_text(yaml.safe_dump(saved))
+    (out / "tests.jsonl").write_text("".join(
+        json.dumps({"updates": 4 * (n + 1), "returns": [float(r)] * 5, "lengths": [10] * 5, "time": 1.0 + n,
+                    "train_episodes": 2 + n, "env_steps": 20 * (n + 1)}) + "\n"
+        for n, r in enumerate(phase_returns)))
+    return out
+
+
+def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finished_runs_count(record, tmp_path):
+    from planetrl.training.results import levers_table, load_record
+
+    _, out = record
+    cpu = tmp_path / "cpu"
+    bases = [_record_as(out, cpu / "cartpole-swingup" / "seed-0", "cartpole-swingup", 0, [250, 250, 250]),
+             _record_as(out, cpu / "cheetah-run" / "seed-0", "cheetah-run", 0, [150, 150, 150])]
+    records = [load_record(path) for path in bases]
+    assert levers_table(cpu, records) == ""
+    _record_as(out, cpu / "cartpole-swingup" / "lr-half" / "seed-0", "cartpole-swingup", 0, [300, 400, 500],
+               **{"optim.lr": 5e-4})
+    _record_as(out, cpu / "cheetah-run" / "lr-half" / "seed-0", "cheetah-run", 0, [100, 100],
+               **{"optim.lr": 5e-4})
+    _record_as(out, cpu / "cheetah-run" / "before-fixes" / "seed-0", "cheetah-run", 0, [0, 0, 0],
+               **{"data.prefetch": 2})
+    lines = levers_table(cpu, records).splitlines()
+    assert len(lines) == 3, "the header, its rule and one lever: before-fixes is other code, not a lever"
+    cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    assert header[2:4] == ["cartpole-swingup", "cheetah-run"]
+    assert cells[0] == "lr-half" and cells[1] == "`optim.lr` 0.001 -> 0.0005"
+    assert cells[2] == "s0: **400** vs 250"  # 400 meets cartpole-swingup's 300; 250 does not
+    assert cells[3] == "s0: unfinished (8 of 12) vs **150**"
+    assert cells[4:] == ["1 of 1", "1 of 1; 0 of 1"]  # the unfinished cheetah-run run counts in neither
+    assert main(["results", "table", "--dir", str(cpu)]) == 0
+    assert "## Levers against the preset, at a glance" in (cpu / "README.md").read_text()
+
+
 def test_idle_rates_turn_counts_into_minutes(record):
     directory, _ = record
     (directory / "rates.json").write_text(json.dumps({"mock": {"seed_s": 60, "update_s": 10, "decision_s": 5,

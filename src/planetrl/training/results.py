@@ -46,6 +46,8 @@ GOALS: dict[str, float | None] = {"cartpole-swingup": 300, "cheetah-run": 140, "
                                   "finger-spin": 140, "reacher-easy": None, "cup-catch": None}
 GOAL_EPISODES = 5
 """The goal counts only phases of at least this many test episodes: fewer make a phase one checkpoint's luck."""
+CODE_ONLY_VARIANTS = ("before-fixes",)
+"""Variant names that rerun older code with the preset, not a lever; their config differences are bookkeeping."""
 
 
 def export_record(run_dir: Path, out: Path) -> Path:
@@ -342,6 +344,59 @@ def variants_table(directory: Path, records: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _finished(record: dict[str, Any]) -> bool:
+    """Whether the run tested at its config's last update, so that its last three phases are its end."""
+    tests = record["tests"]
+    return bool(tests) and tests[-1]["updates"] >= record["config"]["train"]["total_updates"]
+
+
+def _lever_figure(record: dict[str, Any]) -> str:
+    """The mean of the last three phases, bold where it meets the goal; how far an unfinished run got."""
+    if not _finished(record):
+        reached = record["tests"][-1]["updates"] if record["tests"] else 0
+        return f"unfinished ({reached} of {record['config']['train']['total_updates']})"
+    figure = last_three_figure(record)
+    return f"**{figure}**" if _verdict(record) == "goal met" else figure
+
+
+def levers_table(directory: Path, records: list[dict[str, Any]]) -> str:
+    """Markdown: each lever (a variant's name) in one row, against the preset on every task and seed it ran.
+
+    Issue 13 asks for one preset for all tasks, so a lever is judged on all of them at once: per task, each
+    seed's mean of the last three phases beside the preset's record of that seed, and over the runs that
+    reached the preset's end, how many end above the preset and how many meet the goal (the lever's; the
+    preset's). Variants of other code (CODE_ONLY_VARIANTS, or no config key changed) are not levers. Empty
+    without levers.
+    """
+    bases = {(r["task"], r["seed"]): r for r in records}
+    levers: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    changes: dict[str, str] = {}
+    for path in sorted(p.parent for p in Path(directory).glob("*/*/seed-*/tests.jsonl")):
+        variant = load_record(path)
+        base = bases.get((variant["task"], variant["seed"]))
+        changed = variant_changes(variant, base) if base else []
+        if not changed or path.parent.name in CODE_ONLY_VARIANTS:
+            continue
+        levers.setdefault(path.parent.name, []).append((variant, base))
+        changes.setdefault(path.parent.name, ", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed))
+    if not levers:
+        return ""
+    ran = {v["task"] for pairs in levers.values() for v, _ in pairs}
+    tasks = [t for t in PAPER_TASKS if t in ran] + sorted(ran - set(PAPER_TASKS))
+    lines = ["| lever | what it changes | " + " | ".join(tasks) + " | ends above the preset | goals met "
+             "(lever; preset) |", "|---|---|" + "---|" * len(tasks) + "---|---|"]
+    for lever, pairs in sorted(levers.items()):
+        cells = ["; ".join(f"s{v['seed']}: {_lever_figure(v)} vs {_lever_figure(b)}"
+                           for v, b in sorted(pairs, key=lambda pair: pair[0]["seed"]) if v["task"] == task) or "-"
+                 for task in tasks]
+        done = [(v, b) for v, b in pairs if _finished(v) and _finished(b)]
+        above = sum(_last_three_mean(v) > _last_three_mean(b) for v, b in done)
+        met = [sum(_verdict(r) == "goal met" for r in side) for side in zip(*done, strict=True)] if done else [0, 0]
+        lines.append(f"| {lever} | {changes[lever]} | " + " | ".join(cells)
+                     + f" | {above} of {len(done)} | {met[0]} of {len(done)}; {met[1]} of {len(done)} |")
+    return "\n".join(lines) + "\n"
+
+
 def _draw_returns(axis: Any, xs: list[float], record: dict[str, Any], color: str, label: str) -> None:
     """Every test episode's return as a dot at its phase's x, and the phase means as a line."""
     for x, test in zip(xs, record["tests"], strict=True):
@@ -465,6 +520,12 @@ def write_results(directory: Path) -> list[Path]:
             f"decisions x action repeat, minutes). {minutes} Regenerate with "
             f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates, causes) + "\n"
             + "".join(f"![{task}]({task}.png)\n" for task in by_task))
+    levers = levers_table(directory, records)
+    if levers:
+        text += ("\n## Levers against the preset, at a glance\n\n"
+                 "Each cell: the seed, then the lever's mean of the last three test phases against the preset's "
+                 "record of that seed; a bold figure meets the goal. The last two columns count only runs that "
+                 "reached the preset's last update.\n\n" + levers)
     variants = variants_table(directory, records)
     if variants:
         text += ("\n## Variants: one lever each, beside the preset on the same seed\n\n"
