@@ -1,20 +1,21 @@
 #!/bin/bash
-# h200-retests-many.sh NAME:U [NAME:U ...]: as h200-retests.sh, for kept models of several runs in one call:
+# h200-retests-many.sh NAME:U [NAME:U ...]: re-test kept models of one or more runs in one call (h200-retests.sh
+# is its one-run form):
 # each out-gpu/NAME/run-00 model at update U re-tested on the run's 20 start states side by side on the card
 # (`planetrl eval --checkpoint U --episodes 20 --device cuda`, the run's planner in fp32), writing
-# $OUT/NAME-eval-U.json (carry: .whl, .gl, out-gpu).
+# $OUT/NAME-eval-U.json (carry: .whl, .gl, out-gpu). THREADS: OpenMP threads each (2), TIMEOUT: seconds each (400).
 # Ran on 2026-11-27 (session 25):
 #   reacher-avg-s0:{6000,7000} reacher-easy-b16-s0:{6000,7000}
 #     -> results/cpu/reacher-easy/{average-0.99,batch-16}/seed-0/retests/h200-fp32-U.json
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src MUJOCO_GL=egl PYTHONUNBUFFERED=1 OMP_NUM_THREADS=2
+export PYTHONPATH=/tmp/site:$PWD/src MUJOCO_GL=egl PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${THREADS:-2}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/machine.txt
 start=$(date +%s)
 for pair in "$@"; do
   name=${pair%%:*}; u=${pair##*:}
-  timeout -s INT 400 python3 -m planetrl.cli eval --run out-gpu/$name/run-00 --checkpoint $u --episodes 20 \
+  timeout -s INT ${TIMEOUT:-400} python3 -m planetrl.cli eval --run out-gpu/$name/run-00 --checkpoint $u --episodes 20 \
     --device cuda --json $OUT/$name-eval-$u.json --no-progress > /tmp/eval-$name-$u.log 2>&1 &
   pids="$pids $!"
 done

@@ -10,15 +10,6 @@
 #   finger-avg-raw-s0 6900 7000 -> results/cpu/finger-spin/average-0.99/seed-0/retests/h200-fp32-trained-U.json
 #   cheetah-avg-raw-s1 6900 7000 -> results/cpu/cheetah-run/average-0.99/seed-1/retests/h200-fp32-trained-U.json
 name=$1; shift
-for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD/src MUJOCO_GL=egl PYTHONUNBUFFERED=1 OMP_NUM_THREADS=4
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/machine.txt
-for u in "$@"; do
-  timeout -s INT 300 python3 -m planetrl.cli eval --run out-gpu/$name/run-00 --checkpoint $u --episodes 20 \
-    --device cuda --json $OUT/$name-eval-$u.json --no-progress > /tmp/eval-$u.log 2>&1 &
-  pids="$pids $!"
-done
-wait $pids
-tail -n 2 /tmp/eval-*.log
+pairs=()
+for u in "$@"; do pairs+=("$name:$u"); done
+THREADS=4 TIMEOUT=300 exec bash "$(dirname "$0")/h200-retests-many.sh" "${pairs[@]}"
