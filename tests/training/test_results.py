@@ -114,12 +114,15 @@ def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finishe
     _, out = record
     cpu = tmp_path / "cpu"
     bases = [_record_as(out, cpu / "cartpole-swingup" / "seed-0", "cartpole-swingup", 0, [250, 250, 250]),
-             _record_as(out, cpu / "cheetah-run" / "seed-0", "cheetah-run", 0, [150, 150, 150])]
+             _record_as(out, cpu / "cheetah-run" / "seed-0", "cheetah-run", 0, [150, 150, 150]),
+             _record_as(out, cpu / "walker-walk" / "seed-0", "walker-walk", 0, [200, 200, 200])]
     records = [load_record(path) for path in bases]
     assert levers_table(cpu, records) == ""
     _record_as(out, cpu / "cartpole-swingup" / "lr-half" / "seed-0", "cartpole-swingup", 0, [300, 400, 500],
                **{"optim.lr": 5e-4})
     _record_as(out, cpu / "cheetah-run" / "lr-half" / "seed-0", "cheetah-run", 0, [100, 100],
+               **{"optim.lr": 5e-4})
+    _record_as(out, cpu / "walker-walk" / "lr-half" / "seed-0", "walker-walk", 0, [200, 200, 201],
                **{"optim.lr": 5e-4})
     _record_as(out, cpu / "cheetah-run" / "before-fixes" / "seed-0", "cheetah-run", 0, [0, 0, 0],
                **{"data.prefetch": 2})
@@ -127,11 +130,12 @@ def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finishe
     assert len(lines) == 3, "the header, its rule and one lever: before-fixes is other code, not a lever"
     cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    assert header[2:4] == ["cartpole-swingup", "cheetah-run"]
+    assert header[2:5] == ["cartpole-swingup", "cheetah-run", "walker-walk"]
     assert cells[0] == "lr-half" and cells[1] == "`optim.lr` 0.001 -> 0.0005"
     assert cells[2] == "s0: **400** vs 250"  # 400 meets cartpole-swingup's 300; 250 does not
     assert cells[3] == "s0: unfinished (8 of 12) vs **150**"
-    assert cells[4:] == ["1 of 1", "1 of 1; 0 of 1"]  # the unfinished cheetah-run run counts in neither
+    assert cells[4] == "s0: 200.3 vs 200.0"  # whole numbers would print two different means as one
+    assert cells[5:] == ["2 of 2", "1 of 2; 0 of 2"]  # the unfinished cheetah-run run counts in neither
     assert main(["results", "table", "--dir", str(cpu)]) == 0
     assert "## Levers against the preset, at a glance" in (cpu / "README.md").read_text()
 

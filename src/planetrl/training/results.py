@@ -350,13 +350,21 @@ def _finished(record: dict[str, Any]) -> bool:
     return bool(tests) and tests[-1]["updates"] >= record["config"]["train"]["total_updates"]
 
 
-def _lever_figure(record: dict[str, Any]) -> str:
+def _lever_figure(record: dict[str, Any], digits: int = 0) -> str:
     """The mean of the last three phases, bold where it meets the goal; how far an unfinished run got."""
     if not _finished(record):
         reached = record["tests"][-1]["updates"] if record["tests"] else 0
         return f"unfinished ({reached} of {record['config']['train']['total_updates']})"
-    figure = last_three_figure(record)
+    figure = f"{_last_three_mean(record):.{digits}f}" if digits else last_three_figure(record)
     return f"**{figure}**" if _verdict(record) == "goal met" else figure
+
+
+def _lever_pair(variant: dict[str, Any], base: dict[str, Any]) -> str:
+    """'lever vs preset', to one decimal where whole numbers would show two different means as one."""
+    figures = (_lever_figure(variant), _lever_figure(base))
+    if figures[0] == figures[1] and _finished(variant) and _last_three_mean(variant) != _last_three_mean(base):
+        figures = (_lever_figure(variant, 1), _lever_figure(base, 1))
+    return f"{figures[0]} vs {figures[1]}"
 
 
 def levers_table(directory: Path, records: list[dict[str, Any]]) -> str:
@@ -386,7 +394,7 @@ def levers_table(directory: Path, records: list[dict[str, Any]]) -> str:
     lines = ["| lever | what it changes | " + " | ".join(tasks) + " | ends above the preset | goals met "
              "(lever; preset) |", "|---|---|" + "---|" * len(tasks) + "---|---|"]
     for lever, pairs in sorted(levers.items()):
-        cells = ["; ".join(f"s{v['seed']}: {_lever_figure(v)} vs {_lever_figure(b)}"
+        cells = ["; ".join(f"s{v['seed']}: {_lever_pair(v, b)}"
                            for v, b in sorted(pairs, key=lambda pair: pair[0]["seed"]) if v["task"] == task) or "-"
                  for task in tasks]
         done = [(v, b) for v, b in pairs if _finished(v) and _finished(b)]
