@@ -124,6 +124,8 @@ def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finishe
                **{"optim.lr": 5e-4})
     _record_as(out, cpu / "walker-walk" / "lr-half" / "seed-0", "walker-walk", 0, [200, 200, 201],
                **{"optim.lr": 5e-4})
+    _record_as(out, cpu / "walker-walk" / "lr-half" / "seed-1", "walker-walk", 1, [300, 300, 300],
+               **{"optim.lr": 5e-4})
     _record_as(out, cpu / "cheetah-run" / "before-fixes" / "seed-0", "cheetah-run", 0, [0, 0, 0],
                **{"data.prefetch": 2})
     lines = levers_table(cpu, records).splitlines()
@@ -134,8 +136,8 @@ def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finishe
     assert cells[0] == "lr-half" and cells[1] == "`optim.lr` 0.001 -> 0.0005"
     assert cells[2] == "s0: **400** vs 250"  # 400 meets cartpole-swingup's 300; 250 does not
     assert cells[3] == "s0: unfinished (8 of 12) vs **150**"
-    assert cells[4] == "s0: 200.3 vs 200.0"  # whole numbers would print two different means as one
-    assert cells[5:] == ["2 of 2", "1 of 2; 0 of 2"]  # the unfinished cheetah-run run counts in neither
+    assert cells[4] == "s0: 200.3 vs 200.0; s1: **300** vs no preset record"  # 200.3: whole numbers read alike
+    assert cells[5:] == ["2 of 2", "1 of 2; 0 of 2"]  # neither the unfinished run nor seed 1 counts
     assert main(["results", "table", "--dir", str(cpu)]) == 0
     assert "## Levers against the preset, at a glance" in (cpu / "README.md").read_text()
 

@@ -359,8 +359,10 @@ def _lever_figure(record: dict[str, Any], digits: int = 0) -> str:
     return f"**{figure}**" if _verdict(record) == "goal met" else figure
 
 
-def _lever_pair(variant: dict[str, Any], base: dict[str, Any]) -> str:
+def _lever_pair(variant: dict[str, Any], base: dict[str, Any] | None) -> str:
     """'lever vs preset', to one decimal where whole numbers would show two different means as one."""
+    if base is None:
+        return f"{_lever_figure(variant)} vs no preset record"
     figures = (_lever_figure(variant), _lever_figure(base))
     if figures[0] == figures[1] and _finished(variant) and _last_three_mean(variant) != _last_three_mean(base):
         figures = (_lever_figure(variant, 1), _lever_figure(base, 1))
@@ -373,20 +375,21 @@ def levers_table(directory: Path, records: list[dict[str, Any]]) -> str:
     Issue 13 asks for one preset for all tasks, so a lever is judged on all of them at once: per task, each
     seed's mean of the last three phases beside the preset's record of that seed, and over the runs that
     reached the preset's end, how many end above the preset and how many meet the goal (the lever's; the
-    preset's). Variants of other code (CODE_ONLY_VARIANTS, or no config key changed) are not levers. Empty
-    without levers.
+    preset's). Variants of other code (CODE_ONLY_VARIANTS, or no config key changed) are not levers; a seed
+    the preset has no record of is shown and not counted. Empty without levers.
     """
     bases = {(r["task"], r["seed"]): r for r in records}
-    levers: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    levers: dict[str, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {}
     changes: dict[str, str] = {}
     for path in sorted(p.parent for p in Path(directory).glob("*/*/seed-*/tests.jsonl")):
         variant = load_record(path)
         base = bases.get((variant["task"], variant["seed"]))
         changed = variant_changes(variant, base) if base else []
-        if not changed or path.parent.name in CODE_ONLY_VARIANTS:
+        if (base and not changed) or path.parent.name in CODE_ONLY_VARIANTS:
             continue
         levers.setdefault(path.parent.name, []).append((variant, base))
-        changes.setdefault(path.parent.name, ", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed))
+        if changed:
+            changes.setdefault(path.parent.name, ", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed))
     if not levers:
         return ""
     ran = {v["task"] for pairs in levers.values() for v, _ in pairs}
@@ -397,10 +400,10 @@ def levers_table(directory: Path, records: list[dict[str, Any]]) -> str:
         cells = ["; ".join(f"s{v['seed']}: {_lever_pair(v, b)}"
                            for v, b in sorted(pairs, key=lambda pair: pair[0]["seed"]) if v["task"] == task) or "-"
                  for task in tasks]
-        done = [(v, b) for v, b in pairs if _finished(v) and _finished(b)]
+        done = [(v, b) for v, b in pairs if b is not None and _finished(v) and _finished(b)]
         above = sum(_last_three_mean(v) > _last_three_mean(b) for v, b in done)
         met = [sum(_verdict(r) == "goal met" for r in side) for side in zip(*done, strict=True)] if done else [0, 0]
-        lines.append(f"| {lever} | {changes[lever]} | " + " | ".join(cells)
+        lines.append(f"| {lever} | {changes.get(lever, '-')} | " + " | ".join(cells)
                      + f" | {above} of {len(done)} | {met[0]} of {len(done)}; {met[1]} of {len(done)} |")
     return "\n".join(lines) + "\n"
 
