@@ -59,12 +59,12 @@ def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(rec
 def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_changed(record, tmp_path):
     import yaml
 
-    from planetrl.training.results import largest_fall, load_record, variants_table
+    from planetrl.training.results import largest_fall, load_record, load_variants, variants_table
 
     _, out = record
     directory = tmp_path / "cpu"
     shutil.copytree(out, directory / "mock" / "seed-0")
-    assert variants_table(directory, [load_record(directory / "mock" / "seed-0")]) == ""
+    assert variants_table(load_variants(directory), [load_record(directory / "mock" / "seed-0")]) == ""
     variant = directory / "mock" / "lr-half" / "seed-0"
     shutil.copytree(out, variant)
     saved = yaml.safe_load((variant / "config.yaml").read_text())
@@ -76,7 +76,7 @@ def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_change
     tests[-1]["returns"] = [100.0] * len(tests[-1]["returns"])
     (variant / "tests.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tests))
     base = load_record(directory / "mock" / "seed-0")
-    row = variants_table(directory, [base]).splitlines()[-1]
+    row = variants_table(load_variants(directory), [base]).splitlines()[-1]
     lr = yaml.safe_load((out / "config.yaml").read_text())["optim"]["lr"]
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     assert cells[:4] == ["mock", "lr-half", "0", f"`model.init` tf -> torch, `optim.lr` {lr} -> {lr / 2}"]
@@ -109,7 +109,7 @@ def _record_as(source, out, task, seed, phase_returns, **changes):
 
 
 def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finished_runs_count(record, tmp_path):
-    from planetrl.training.results import levers_table, load_record
+    from planetrl.training.results import levers_table, load_record, load_variants
 
     _, out = record
     cpu = tmp_path / "cpu"
@@ -117,7 +117,7 @@ def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finishe
              _record_as(out, cpu / "cheetah-run" / "seed-0", "cheetah-run", 0, [150, 150, 150]),
              _record_as(out, cpu / "walker-walk" / "seed-0", "walker-walk", 0, [200, 200, 200])]
     records = [load_record(path) for path in bases]
-    assert levers_table(cpu, records) == ""
+    assert levers_table(load_variants(cpu), records) == ""
     _record_as(out, cpu / "cartpole-swingup" / "lr-half" / "seed-0", "cartpole-swingup", 0, [300, 400, 500],
                **{"optim.lr": 5e-4})
     _record_as(out, cpu / "cheetah-run" / "lr-half" / "seed-0", "cheetah-run", 0, [100, 100],
@@ -128,7 +128,7 @@ def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finishe
                **{"optim.lr": 5e-4})
     _record_as(out, cpu / "cheetah-run" / "before-fixes" / "seed-0", "cheetah-run", 0, [0, 0, 0],
                **{"data.prefetch": 2})
-    lines = levers_table(cpu, records).splitlines()
+    lines = levers_table(load_variants(cpu), records).splitlines()
     assert len(lines) == 3, "the header, its rule and one lever: before-fixes is other code, not a lever"
     cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]

@@ -175,9 +175,8 @@ def _verdict(record: dict[str, Any]) -> str | None:
     target, total = goal(record), record["config"]["train"]["total_updates"]
     if target is None:
         return None
-    reached = last[-1]["updates"] if last else 0
-    if reached < total:
-        return f"unfinished at {reached} of {total} updates: not the goal's measure"
+    if not _finished(record):
+        return f"unfinished at {last[-1]['updates'] if last else 0} of {total} updates: not the goal's measure"
     if len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
         return f"a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
     return "goal met" if _last_three_mean(record) >= target else "goal not met"
@@ -317,22 +316,27 @@ def _commit(record: dict[str, Any]) -> str:
     return commit[:7] if commit else "?"
 
 
-def variants_table(directory: Path, records: list[dict[str, Any]]) -> str:
-    """Markdown: each variant record (`TASK/VARIANT/seed-N/`) beside the table's record of its task and seed.
+def load_variants(directory: Path) -> list[dict[str, Any]]:
+    """The variant records below `directory` (`TASK/VARIANT/seed-N/`), in path order; each is a lever tried
+    against the preset, named by its VARIANT folder."""
+    return [load_record(p.parent) for p in sorted(Path(directory).glob("*/*/seed-*/tests.jsonl"))]
+
+
+def variants_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
+    """Markdown: each variant record beside the table's record of its task and seed.
 
     A variant is one lever tried against the preset; the row names what its config changed, both runs'
     commits (the code may differ as well), its phase means, and both last-three means. Empty without variants.
     """
-    paths = sorted(p.parent for p in Path(directory).glob("*/*/seed-*/tests.jsonl"))
-    if not paths:
+    if not variants:
         return ""
     bases = {(r["task"], r["seed"]): r for r in records}
     lines = ["| task | variant | seed | what it changes against the preset's record of that seed | commit "
              "(variant; preset's record) | test phase means | mean of the last 3 phases | the preset's record, "
              "same seed | largest fall below an earlier phase (variant; preset) |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for path in paths:
-        variant = load_record(path)
+    for variant in variants:
+        path = Path(variant["path"])
         base = bases.get((variant["task"], variant["seed"]))
         changes = ", ".join(f"`{key}` {old} -> {new}" for key, old, new in variant_changes(variant, base)) \
             if base else "-"
@@ -369,7 +373,7 @@ def _lever_pair(variant: dict[str, Any], base: dict[str, Any] | None) -> str:
     return f"{figures[0]} vs {figures[1]}"
 
 
-def levers_table(directory: Path, records: list[dict[str, Any]]) -> str:
+def levers_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
     """Markdown: each lever (a variant's name) in one row, against the preset on every task and seed it ran.
 
     Issue 13 asks for one preset for all tasks, so a lever is judged on all of them at once: per task, each
@@ -381,15 +385,15 @@ def levers_table(directory: Path, records: list[dict[str, Any]]) -> str:
     bases = {(r["task"], r["seed"]): r for r in records}
     levers: dict[str, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {}
     changes: dict[str, str] = {}
-    for path in sorted(p.parent for p in Path(directory).glob("*/*/seed-*/tests.jsonl")):
-        variant = load_record(path)
+    for variant in variants:
+        name = Path(variant["path"]).parent.name
         base = bases.get((variant["task"], variant["seed"]))
         changed = variant_changes(variant, base) if base else []
-        if (base and not changed) or path.parent.name in CODE_ONLY_VARIANTS:
+        if (base and not changed) or name in CODE_ONLY_VARIANTS:
             continue
-        levers.setdefault(path.parent.name, []).append((variant, base))
+        levers.setdefault(name, []).append((variant, base))
         if changed:
-            changes.setdefault(path.parent.name, ", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed))
+            changes.setdefault(name, ", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed))
     if not levers:
         return ""
     ran = {v["task"] for pairs in levers.values() for v, _ in pairs}
@@ -531,17 +535,18 @@ def write_results(directory: Path) -> list[Path]:
             f"decisions x action repeat, minutes). {minutes} Regenerate with "
             f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates, causes) + "\n"
             + "".join(f"![{task}]({task}.png)\n" for task in by_task))
-    levers = levers_table(directory, records)
+    variants = load_variants(directory)
+    levers = levers_table(variants, records)
     if levers:
         text += ("\n## Levers against the preset, at a glance\n\n"
                  "Each cell: the seed, then the lever's mean of the last three test phases against the preset's "
                  "record of that seed; a bold figure meets the goal. The last two columns count only runs that "
                  "reached the preset's last update.\n\n" + levers)
-    variants = variants_table(directory, records)
-    if variants:
+    variant_rows = variants_table(variants, records)
+    if variant_rows:
         text += ("\n## Variants: one lever each, beside the preset on the same seed\n\n"
                  "Records under `TASK/VARIANT/seed-N/`, run with `--set` on top of the preset; the notes say "
-                 "how each ran and what it shows.\n\n" + variants)
+                 "how each ran and what it shows.\n\n" + variant_rows)
     notes = directory / "NOTES.md"
     if notes.exists():  # what the numbers cannot say themselves: unfinished runs, shared machines, causes
         text += "\n## Notes\n\n" + notes.read_text()
