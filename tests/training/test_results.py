@@ -79,13 +79,14 @@ def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_change
     row = variants_table(load_variants(directory), [base]).splitlines()[-1]
     lr = yaml.safe_load((out / "config.yaml").read_text())["optim"]["lr"]
     cells = [cell.strip() for cell in row.strip("|").split("|")]
-    assert cells[:4] == ["mock", "lr-half", "0", f"`model.init` tf -> torch, `optim.lr` {lr} -> {lr / 2}"]
-    assert cells[5].split(", ")[-1] == "100"
-    for cell, phases in ((cells[6], tests), (cells[7], base["tests"])):
+    assert cells[:5] == ["mock", "lr-half", "0", "the preset",
+                         f"`model.init` tf -> torch, `optim.lr` {lr} -> {lr / 2}"]
+    assert cells[6].split(", ")[-1] == "100"
+    for cell, phases in ((cells[7], tests), (cells[8], base["tests"])):
         means = [sum(t["returns"]) / len(t["returns"]) for t in phases][-3:]
         assert cell.startswith(f"{sum(means) / len(means):.0f} (")
-    assert cells[6] != cells[7]
-    assert cells[8] == f"{largest_fall(load_record(variant)):.0f}; {largest_fall(base):.0f}"
+    assert cells[7] != cells[8]
+    assert cells[9] == f"{largest_fall(load_record(variant)):.0f}; {largest_fall(base):.0f}"
     assert main(["results", "table", "--dir", str(directory)]) == 0
     assert "## Variants" in (directory / "README.md").read_text()
 
@@ -132,14 +133,46 @@ def test_each_lever_is_one_row_against_the_preset_on_every_task_and_only_finishe
     assert len(lines) == 3, "the header, its rule and one lever: before-fixes is other code, not a lever"
     cells = [cell.strip() for cell in lines[2].strip("|").split("|")]
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    assert header[2:5] == ["cartpole-swingup", "cheetah-run", "walker-walk"]
-    assert cells[0] == "lr-half" and cells[1] == "`optim.lr` 0.001 -> 0.0005"
-    assert cells[2] == "s0: **400** vs 250"  # 400 meets cartpole-swingup's 300; 250 does not
-    assert cells[3] == "s0: unfinished (8 of 12) vs **150**"
-    assert cells[4] == "s0: 200.3 vs 200.0; s1: **300** vs no preset record"  # 200.3: whole numbers read alike
-    assert cells[5:] == ["2 of 2", "1 of 2; 0 of 2"]  # neither the unfinished run nor seed 1 counts
+    assert header[3:6] == ["cartpole-swingup", "cheetah-run", "walker-walk"]
+    assert cells[:3] == ["lr-half", "the preset", "`optim.lr` 0.001 -> 0.0005"]
+    assert cells[3] == "s0: **400** vs 250"  # 400 meets cartpole-swingup's 300; 250 does not
+    assert cells[4] == "s0: unfinished (8 of 12) vs **150**"
+    assert cells[5] == "s0: 200.3 vs 200.0; s1: **300** vs no preset record"  # 200.3: whole numbers read alike
+    assert cells[6:] == ["2 of 2", "1 of 2; 0 of 2"]  # neither the unfinished run nor seed 1 counts
     assert main(["results", "table", "--dir", str(cpu)]) == 0
-    assert "## Levers against the preset, at a glance" in (cpu / "README.md").read_text()
+    assert "## Levers, at a glance" in (cpu / "README.md").read_text()
+
+
+def test_once_the_preset_takes_a_lever_the_old_setting_is_a_variant_and_levers_on_it_are_read_beside_it(
+        record, tmp_path):
+    """The preset moved from batch 8 to 16: batch 8's record is now a variant, and a lever tried at batch 8
+    (half the learning rate) is judged against batch 8, not against the new preset two keys away."""
+    from planetrl.training.results import base_of, levers_table, load_record, load_variants, variants_table
+
+    _, out = record
+    cpu = tmp_path / "cpu"
+    preset = load_record(_record_as(out, cpu / "cheetah-run" / "seed-0", "cheetah-run", 0, [150, 150, 150],
+                                    **{"data.batch_size": 16}))
+    _record_as(out, cpu / "cheetah-run" / "batch-8" / "seed-0", "cheetah-run", 0, [100, 100, 100],
+               **{"data.batch_size": 8})
+    _record_as(out, cpu / "cheetah-run" / "lr-half" / "seed-0", "cheetah-run", 0, [120, 120, 120],
+               **{"data.batch_size": 8, "optim.lr": 5e-4})
+    _record_as(out, cpu / "cheetah-run" / "before-fixes" / "seed-0", "cheetah-run", 0, [90, 90, 90],
+               **{"data.batch_size": 8})
+    variants = load_variants(cpu)
+    names = {Path(v["path"]).parent.name: v for v in variants}
+    assert base_of(names["batch-8"], [preset], variants) is preset  # a tie with lr-half (one key each): the preset
+    assert base_of(names["lr-half"], [preset], variants) is names["batch-8"]
+    assert base_of(names["before-fixes"], [preset], variants) is names["batch-8"]  # same config, older code
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
+            for line in levers_table(variants, [preset]).splitlines()[2:]}
+    assert sorted(rows) == ["batch-8", "lr-half"]
+    assert rows["batch-8"][1:4] == ["the preset", "`data.batch_size` 16 -> 8", "s0: 100 vs **150**"]
+    assert rows["lr-half"][1:4] == ["batch-8", "`optim.lr` 0.001 -> 0.0005", "s0: 120 vs 100"]
+    assert rows["lr-half"][4:] == ["1 of 1", "0 of 1; 0 of 1"]
+    table_rows = {line.split("|")[2].strip(): [c.strip() for c in line.strip("|").split("|")]
+                  for line in variants_table(variants, [preset]).splitlines()[2:]}
+    assert table_rows["before-fixes"][3:5] == ["batch-8", "nothing"]
 
 
 def test_idle_rates_turn_counts_into_minutes(record):

@@ -299,15 +299,55 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
     return "\n".join(lines) + "\n"
 
 
+def _saved_config(record: dict[str, Any]) -> configs.Config:
+    """A record's config as planetrl reads saved ones, loaded once per record."""
+    if "_loaded_config" not in record:
+        record["_loaded_config"] = configs.load(Path(record["path"]) / "config.yaml")
+    return record["_loaded_config"]
+
+
 def variant_changes(variant: dict[str, Any], base: dict[str, Any]) -> list[tuple[str, Any, Any]]:
     """(key, the base's value, the variant's) for each config key the variant run changed, `run.*` aside.
 
     Configs are read as planetrl reads saved ones, so a key a record's code did not have yet counts at the
     value that code ran with, and only what the two runs really did differently is listed.
     """
-    changed = configs.differences(configs.load(base["path"] / "config.yaml"),
-                                  configs.load(variant["path"] / "config.yaml"))
+    changed = configs.differences(_saved_config(base), _saved_config(variant))
     return [(key, old, new) for key, old, new in changed if not key.startswith("run.")]
+
+
+def variant_name(record: dict[str, Any]) -> str:
+    """A variant record's name: its VARIANT folder in `TASK/VARIANT/seed-N/`."""
+    return Path(record["path"]).parent.name
+
+
+def base_of(variant: dict[str, Any], records: list[dict[str, Any]],
+            variants: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The record a variant's lever was tried against: the preset's record of its task and seed, or another
+    variant of that seed whose config is nearer to it.
+
+    Of those candidates, the one whose config differs from the variant's in the fewest keys; on a tie the
+    one nearer the preset (the preset's own record first). So when the preset takes a lever (say, a batch
+    size), its old records become a variant and a lever measured on the old setting is still read against
+    the old setting's record, not against the new preset. Code-only variants are no one's base.
+    """
+    key = (variant["task"], variant["seed"])
+    preset = next((r for r in records if (r["task"], r["seed"]) == key), None)
+    others = [v for v in variants if v is not variant and (v["task"], v["seed"]) == key
+              and variant_name(v) not in CODE_ONLY_VARIANTS]
+    if preset is None:
+        return None
+    candidates = [(len(variant_changes(variant, preset)), 0, "", preset)]
+    candidates += [(len(variant_changes(variant, other)), len(variant_changes(other, preset)), variant_name(other),
+                    other) for other in others]
+    return min(candidates, key=lambda candidate: candidate[:3])[3]
+
+
+def _base_label(base: dict[str, Any] | None, records: list[dict[str, Any]]) -> str:
+    """'the preset' for the preset's own record, else the base variant's name."""
+    if base is None:
+        return "-"
+    return "the preset" if any(base is record for record in records) else variant_name(base)
 
 
 def _commit(record: dict[str, Any]) -> str:
@@ -318,30 +358,30 @@ def _commit(record: dict[str, Any]) -> str:
 
 def load_variants(directory: Path) -> list[dict[str, Any]]:
     """The variant records below `directory` (`TASK/VARIANT/seed-N/`), in path order; each is a lever tried
-    against the preset, named by its VARIANT folder."""
+    against the preset or against another variant (`base_of`), named by its VARIANT folder."""
     return [load_record(p.parent) for p in sorted(Path(directory).glob("*/*/seed-*/tests.jsonl"))]
 
 
 def variants_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
-    """Markdown: each variant record beside the table's record of its task and seed.
+    """Markdown: each variant record beside its base (`base_of`): the preset's record of its task and seed,
+    or the variant it adds one lever to.
 
-    A variant is one lever tried against the preset; the row names what its config changed, both runs'
-    commits (the code may differ as well), its phase means, and both last-three means. Empty without variants.
+    The row names its base, what its config changed against it, both runs' commits (the code may differ as
+    well), its phase means, and both last-three means. Empty without variants.
     """
     if not variants:
         return ""
-    bases = {(r["task"], r["seed"]): r for r in records}
-    lines = ["| task | variant | seed | what it changes against the preset's record of that seed | commit "
-             "(variant; preset's record) | test phase means | mean of the last 3 phases | the preset's record, "
-             "same seed | largest fall below an earlier phase (variant; preset) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| task | variant | seed | beside | what it changes against that record | commit (variant; beside) "
+             "| test phase means | mean of the last 3 phases | the record beside it, same seed | largest fall "
+             "below an earlier phase (variant; beside) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for variant in variants:
-        path = Path(variant["path"])
-        base = bases.get((variant["task"], variant["seed"]))
+        base = base_of(variant, records, variants)
         changes = ", ".join(f"`{key}` {old} -> {new}" for key, old, new in variant_changes(variant, base)) \
             if base else "-"
         phase_means = ", ".join(f"{np.mean(t['returns']):.0f}" for t in variant["tests"]) or "-"
-        lines.append(f"| {variant['task']} | {path.parent.name} | {variant['seed']} | {changes or 'nothing'} | "
+        lines.append(f"| {variant['task']} | {variant_name(variant)} | {variant['seed']} | "
+                     f"{_base_label(base, records)} | {changes or 'nothing'} | "
                      f"{_commit(variant)}; {_commit(base) if base else '-'} | {phase_means} | "
                      f"{_last_three(variant)} | {_last_three(base) if base else '-'} | "
                      f"{_fall(variant)}; {_fall(base)} |")
@@ -364,7 +404,7 @@ def _lever_figure(record: dict[str, Any], digits: int = 0) -> str:
 
 
 def _lever_pair(variant: dict[str, Any], base: dict[str, Any] | None) -> str:
-    """'lever vs preset', to one decimal where whole numbers would show two different means as one."""
+    """'lever vs base', to one decimal where whole numbers would show two different means as one."""
     if base is None:
         return f"{_lever_figure(variant)} vs no preset record"
     figures = (_lever_figure(variant), _lever_figure(base))
@@ -374,32 +414,35 @@ def _lever_pair(variant: dict[str, Any], base: dict[str, Any] | None) -> str:
 
 
 def levers_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
-    """Markdown: each lever (a variant's name) in one row, against the preset on every task and seed it ran.
+    """Markdown: each lever (a variant's name) in one row, against its base on every task and seed it ran.
 
     Issue 13 asks for one preset for all tasks, so a lever is judged on all of them at once: per task, each
-    seed's mean of the last three phases beside the preset's record of that seed, and over the runs that
-    reached the preset's end, how many end above the preset and how many meet the goal (the lever's; the
-    preset's). Variants of other code (CODE_ONLY_VARIANTS, or no config key changed) are not levers; a seed
-    the preset has no record of is shown and not counted. Empty without levers.
+    seed's mean of the last three phases beside its base's (`base_of`: the preset's record of that seed, or
+    the variant the lever was added to), and over the runs that reached their base's end, how many end above
+    it and how many meet the goal (the lever's; the base's). Variants of other code (CODE_ONLY_VARIANTS, or
+    no config key changed) are not levers; a seed the preset has no record of is shown and not counted.
+    Empty without levers.
     """
-    bases = {(r["task"], r["seed"]): r for r in records}
     levers: dict[str, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {}
     changes: dict[str, str] = {}
+    beside: dict[str, set[str]] = {}
     for variant in variants:
-        name = Path(variant["path"]).parent.name
-        base = bases.get((variant["task"], variant["seed"]))
+        name = variant_name(variant)
+        base = base_of(variant, records, variants)
         changed = variant_changes(variant, base) if base else []
         if (base and not changed) or name in CODE_ONLY_VARIANTS:
             continue
         levers.setdefault(name, []).append((variant, base))
+        if base:
+            beside.setdefault(name, set()).add(_base_label(base, records))
         if changed:
             changes.setdefault(name, ", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed))
     if not levers:
         return ""
     ran = {v["task"] for pairs in levers.values() for v, _ in pairs}
     tasks = [t for t in PAPER_TASKS if t in ran] + sorted(ran - set(PAPER_TASKS))
-    lines = ["| lever | what it changes | " + " | ".join(tasks) + " | ends above the preset | goals met "
-             "(lever; preset) |", "|---|---|" + "---|" * len(tasks) + "---|---|"]
+    lines = ["| lever | beside | what it changes | " + " | ".join(tasks) + " | ends above the record beside it | "
+             "goals met (lever; beside) |", "|---|---|---|" + "---|" * len(tasks) + "---|---|"]
     for lever, pairs in sorted(levers.items()):
         cells = ["; ".join(f"s{v['seed']}: {_lever_pair(v, b)}"
                            for v, b in sorted(pairs, key=lambda pair: pair[0]["seed"]) if v["task"] == task) or "-"
@@ -407,8 +450,9 @@ def levers_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) 
         done = [(v, b) for v, b in pairs if b is not None and _finished(v) and _finished(b)]
         above = sum(_last_three_mean(v) > _last_three_mean(b) for v, b in done)
         met = [sum(_verdict(r) == "goal met" for r in side) for side in zip(*done, strict=True)] if done else [0, 0]
-        lines.append(f"| {lever} | {changes.get(lever, '-')} | " + " | ".join(cells)
-                     + f" | {above} of {len(done)} | {met[0]} of {len(done)}; {met[1]} of {len(done)} |")
+        lines.append(f"| {lever} | {', '.join(sorted(beside.get(lever, {'-'})))} | {changes.get(lever, '-')} | "
+                     + " | ".join(cells) + f" | {above} of {len(done)} | {met[0]} of {len(done)}; "
+                     f"{met[1]} of {len(done)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -538,15 +582,17 @@ def write_results(directory: Path) -> list[Path]:
     variants = load_variants(directory)
     levers = levers_table(variants, records)
     if levers:
-        text += ("\n## Levers against the preset, at a glance\n\n"
-                 "Each cell: the seed, then the lever's mean of the last three test phases against the preset's "
-                 "record of that seed; a bold figure meets the goal. The last two columns count only runs that "
-                 "reached the preset's last update.\n\n" + levers)
+        text += ("\n## Levers, at a glance\n\n"
+                 "Each cell: the seed, then the lever's mean of the last three test phases against the record "
+                 "it was tried beside (the preset's record of that seed, or the variant it adds one lever to); "
+                 "a bold figure meets the goal. The last two columns count only runs that reached their last "
+                 "update.\n\n" + levers)
     variant_rows = variants_table(variants, records)
     if variant_rows:
-        text += ("\n## Variants: one lever each, beside the preset on the same seed\n\n"
-                 "Records under `TASK/VARIANT/seed-N/`, run with `--set` on top of the preset; the notes say "
-                 "how each ran and what it shows.\n\n" + variant_rows)
+        text += ("\n## Variants: one lever each, beside the record it changes\n\n"
+                 "Records under `TASK/VARIANT/seed-N/`, run with `--set` on top of the preset; each is read "
+                 "beside the preset's record of its seed or, where that is nearer in config, the variant it "
+                 "adds one lever to. The notes say how each ran and what it shows.\n\n" + variant_rows)
     notes = directory / "NOTES.md"
     if notes.exists():  # what the numbers cannot say themselves: unfinished runs, shared machines, causes
         text += "\n## Notes\n\n" + notes.read_text()
