@@ -5,7 +5,7 @@ Each mode runs `--updates` updates in turn, `--rounds` times, so all see the sam
 prepares N ahead in the loader's background thread.
 
     python benchmarks/loop_update.py [--run RUN_DIR] [--preset cpu] [--updates 60] [--rounds 2]
-        [--modes fixed,prefetch0,prefetch2]
+        [--modes fixed,prefetch0,prefetch2] [--set data.batch_size=16 ...]
 
 Without `--run` the replay holds synthetic 64x64 episodes.
 """
@@ -68,20 +68,23 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--modes", default="fixed,prefetch0,prefetch2")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override on top of the run's config or the preset, as `planetrl train --set`")
     args = parser.parse_args()
     modes = args.modes.split(",")
     for mode in modes:
         if mode != "fixed" and not (mode.startswith("prefetch") and mode.removeprefix("prefetch").isdigit()):
             parser.error(f"unknown mode {mode!r}; allowed: fixed, prefetch0, prefetch1, ...")
     if args.run is not None:
-        cfg = C.load(args.run / "config.yaml")
+        cfg = C.build(None, args.set, base=C.load(args.run / "config.yaml"))
         result = measure(args.run / "train_episodes", cfg, modes, args.updates, args.rounds)
     else:
-        cfg = C.build(args.preset, ["env.image_size=64"])
+        cfg = C.build(args.preset, ["env.image_size=64", *args.set])
         with tempfile.TemporaryDirectory() as directory:
             fill(Path(directory), 20, 500, 64)
             result = measure(Path(directory), cfg, modes, args.updates, args.rounds)
     print(json.dumps({"modes": result, "run": str(args.run) if args.run else None, "preset": args.preset,
+                      "overrides": args.set,
                       "batch": cfg.data.batch_size, "length": cfg.data.chunk_length,
                       "threads": torch.get_num_threads(), "cpus": os.cpu_count(), "torch": torch.__version__,
                       "machine": platform.machine()}))
