@@ -273,7 +273,7 @@ def test_the_largest_fall_is_how_far_a_phase_fell_below_the_best_one_before_it()
 
 
 def test_each_shortfall_names_its_cause_and_a_typo_in_the_causes_fails(tmp_path):
-    from planetrl.training.results import _cause_cell, load_causes
+    from planetrl.training.results import _cause_cell, load_causes, variant_causes
 
     short = {**_fake("cheetah-run", [[100.0] * 5] * 3), "seed": 0}
     met = {**_fake("cheetah-run", [[200.0] * 5] * 3), "seed": 1}
@@ -289,6 +289,14 @@ def test_each_shortfall_names_its_cause_and_a_typo_in_the_causes_fails(tmp_path)
         load_causes(tmp_path, [short, met])
     (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/seed-1": {"part": "planner", "why": "x"}}))
     with pytest.raises(ValueError, match="'cheetah-run/seed-1' meets its goal; remove its cause"):
+        load_causes(tmp_path, [short, met])
+    old = {**short, "path": tmp_path / "cheetah-run" / "batch-8" / "seed-0"}  # was the preset's, now a variant
+    (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/batch-8/seed-0": {"part": "model", "why": "y"}}))
+    causes = load_causes(tmp_path, [short, met], [old])
+    assert [_cause_cell(r, causes) for r in (short, old)] == ["not yet found", "model: y"]
+    assert variant_causes([old], causes) == ("- **cheetah-run/batch-8/seed-0**, last three phases 100 (15 episodes; "
+                                             "goal not met). model: y\n")
+    with pytest.raises(ValueError, match="'cheetah-run/batch-8/seed-0' names no record here"):
         load_causes(tmp_path, [short, met])
     (tmp_path / "causes.json").write_text("[]")
     with pytest.raises(ValueError, match="must hold an object keyed by TASK/seed-N, got list"):

@@ -220,10 +220,19 @@ CAUSE_PARTS = ("model", "planner", "schedule")
 """Where a shortfall lies, as issue 13 asks it to be named: the world model, the planner, or the schedule."""
 
 
-def load_causes(directory: Path, records: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """`causes.json` of a results folder: {"TASK/seed-N": {"part": one of CAUSE_PARTS, "why": text}}.
+def cause_key(record: dict[str, Any]) -> str:
+    """A record's key in `causes.json`: TASK/seed-N for the preset's, TASK/VARIANT/seed-N for a variant's."""
+    folder = Path(record["path"]).parent.name if record.get("path") is not None else record["task"]
+    return f"{record['task']}/" + ("" if folder == record["task"] else f"{folder}/") + f"seed-{record['seed']}"
 
-    Each key must name a record of the folder and each part one of CAUSE_PARTS, so a typo fails loudly
+
+def load_causes(directory: Path, records: list[dict[str, Any]],
+                variants: list[dict[str, Any]] = ()) -> dict[str, dict[str, str]]:
+    """`causes.json` of a results folder: {"TASK/seed-N" or "TASK/VARIANT/seed-N": {"part": one of
+    CAUSE_PARTS, "why": text}}.
+
+    Each key must name a record of the folder (the preset's or a variant's: a record that was the preset's
+    keeps its cause when the preset moves on) and each part one of CAUSE_PARTS, so a typo fails loudly
     instead of leaving a shortfall unexplained in the table.
     """
     path = Path(directory) / "causes.json"
@@ -235,7 +244,7 @@ def load_causes(directory: Path, records: list[dict[str, Any]]) -> dict[str, dic
         raise ValueError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(causes, dict):
         raise ValueError(f"{path} must hold an object keyed by TASK/seed-N, got {type(causes).__name__}")
-    known = {f"{r['task']}/seed-{r['seed']}": r for r in records}
+    known = {cause_key(r): r for r in [*records, *variants]}
     for key, cause in causes.items():
         if key not in known:
             raise ValueError(f"{path}: {key!r} names no record here; records: {', '.join(sorted(known))}")
@@ -249,10 +258,17 @@ def load_causes(directory: Path, records: list[dict[str, Any]]) -> dict[str, dic
 
 def _cause_cell(record: dict[str, Any], causes: dict[str, dict[str, str]]) -> str:
     """Where a record falls short of its goal and why; "-" where it meets it or has no goal."""
-    cause = causes.get(f"{record['task']}/seed-{record['seed']}")
+    cause = causes.get(cause_key(record))
     if cause:
         return f"{cause['part']}: {cause['why']}"
     return "not yet found" if _verdict(record) not in (None, "goal met") else "-"
+
+
+def variant_causes(variants: list[dict[str, Any]], causes: dict[str, dict[str, str]]) -> str:
+    """Markdown list: the causes written for variant records (records the preset has moved on from)."""
+    lines = [f"- **{cause_key(v)}**, last three phases {_last_three(v)}. {_cause_cell(v, causes)}"
+             for v in variants if cause_key(v) in causes]
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def _goal_cell(record: dict[str, Any]) -> str:
@@ -561,7 +577,8 @@ def write_results(directory: Path) -> list[Path]:
     """README.md and `<task>.png` from every record below `directory`."""
     directory = Path(directory)
     records = load_records(directory)
-    causes = load_causes(directory, records)
+    variants = load_variants(directory)
+    causes = load_causes(directory, records, variants)
     rates_path = directory / "rates.json"
     rates = json.loads(rates_path.read_text()) if rates_path.exists() else {}
     minutes = (f"Minutes are estimated from each run's updates and decisions at the idle rates in rates.json, "
@@ -579,7 +596,6 @@ def write_results(directory: Path) -> list[Path]:
             f"decisions x action repeat, minutes). {minutes} Regenerate with "
             f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates, causes) + "\n"
             + "".join(f"![{task}]({task}.png)\n" for task in by_task))
-    variants = load_variants(directory)
     levers = levers_table(variants, records)
     if levers:
         text += ("\n## Levers, at a glance\n\n"
@@ -593,6 +609,10 @@ def write_results(directory: Path) -> list[Path]:
                  "Records under `TASK/VARIANT/seed-N/`, run with `--set` on top of the preset; each is read "
                  "beside the preset's record of its seed or, where that is nearer in config, the variant it "
                  "adds one lever to. The notes say how each ran and what it shows.\n\n" + variant_rows)
+    shortfalls = variant_causes(variants, causes)
+    if shortfalls:
+        text += ("\n### Where variant records fall short, and why\n\n"
+                 "Causes found while these records were the preset's, or since.\n\n" + shortfalls)
     notes = directory / "NOTES.md"
     if notes.exists():  # what the numbers cannot say themselves: unfinished runs, shared machines, causes
         text += "\n## Notes\n\n" + notes.read_text()
