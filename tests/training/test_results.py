@@ -159,7 +159,15 @@ def test_once_the_preset_takes_a_lever_the_old_setting_is_a_variant_and_levers_o
                **{"data.batch_size": 8, "optim.lr": 5e-4})
     _record_as(out, cpu / "cheetah-run" / "before-fixes" / "seed-0", "cheetah-run", 0, [90, 90, 90],
                **{"data.batch_size": 8})
+    _record_as(out, cpu / "cheetah-run" / "batch-8" / "seed-1", "cheetah-run", 1, [100, 100, 100],
+               **{"data.batch_size": 8})  # the new preset has not run seed 1
+    _record_as(out, cpu / "cheetah-run" / "lr-half" / "seed-1", "cheetah-run", 1, [120, 120, 120],
+               **{"data.batch_size": 8, "optim.lr": 5e-4})
     variants = load_variants(cpu)
+    seed_one = {Path(v["path"]).parent.name: v for v in variants if v["seed"] == 1}
+    assert base_of(seed_one["lr-half"], [preset], variants) is seed_one["batch-8"]
+    assert base_of(seed_one["batch-8"], [preset], variants) is None  # lr-half is farther from the preset
+    variants = [v for v in variants if v["seed"] == 0]
     names = {Path(v["path"]).parent.name: v for v in variants}
     assert base_of(names["batch-8"], [preset], variants) is preset  # a tie with lr-half (one key each): the preset
     assert base_of(names["lr-half"], [preset], variants) is names["batch-8"]
@@ -214,6 +222,12 @@ def test_phase_minutes_prices_records_at_the_rates_hour_budget_printed(record, t
                                   "test_phase_s": 1}) + "\n")
     with pytest.raises(SystemExit, match="no rates for task 'mock'"):
         phase_minutes.main()
+    rates = tmp_path / "rates.json"  # a results folder's rates, the updates priced at twice their rate
+    rates.write_text(json.dumps({"mock": {"seed_s": 60, "update_s": 10, "decision_s": 5, "test_phase_s": 30}}))
+    monkeypatch.setattr(sys, "argv", ["phase_minutes.py", str(out), "--rates", str(rates), "--update-scale", "2"])
+    phase_minutes.main()
+    line = json.loads(capsys.readouterr().out)
+    assert line["phases"][-1]["minutes"] == 7.0 + 12 * 10 / 60  # 12 updates, each 10 s dearer
 
 
 def test_published_figures_cover_the_six_paper_tasks():
