@@ -2,7 +2,7 @@
 # One device session: the CUDA tests (a killed CUDA run with optim.average resumes and evaluates), the price of
 # optim.average on a GPU update, and cheetah-run seed 1's averaged models at 4000-7000 updates re-tested on the
 # same 20 start states. out-gpu/cheetah-avg-s1/run-00 held the run's config.yaml, run_info.json and kept
-# checkpoints/model-U.pt files, carried to the device (the run: results/cpu/cheetah-run/average-0.99/seed-1).
+# checkpoints/model-U.pt files, carried to the device (the run: results/cpu/cheetah-run/seed-1).
 for f in .gl/*.deb; do dpkg -x $f /; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1

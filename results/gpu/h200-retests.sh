@@ -6,9 +6,9 @@
 # For an averaging run's trained weights instead of its average, `python benchmarks/trained_weights.py RUN
 # out-gpu/NAME/run-00` writes them from the run's previous.pt and latest.pt as such model-U.pt files.
 # Ran on 2026-11-27 (three calls, each then a script of its own with these commands):
-#   finger-avg-s0 4000 5000 6000 7000 -> results/cpu/finger-spin/average-0.99/seed-0/retests/h200-fp32-U.json
-#   finger-avg-raw-s0 6900 7000 -> results/cpu/finger-spin/average-0.99/seed-0/retests/h200-fp32-trained-U.json
-#   cheetah-avg-raw-s1 6900 7000 -> results/cpu/cheetah-run/average-0.99/seed-1/retests/h200-fp32-trained-U.json
+#   finger-avg-s0 4000 5000 6000 7000 -> results/cpu/finger-spin/seed-0/retests/h200-fp32-U.json
+#   finger-avg-raw-s0 6900 7000 -> results/cpu/finger-spin/seed-0/retests/h200-fp32-trained-U.json
+#   cheetah-avg-raw-s1 6900 7000 -> results/cpu/cheetah-run/seed-1/retests/h200-fp32-trained-U.json
 name=$1; shift
 pairs=()
 for u in "$@"; do pairs+=("$name:$u"); done

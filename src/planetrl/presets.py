@@ -52,6 +52,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "data.batch_size": 8, "data.chunk_length": 32, "data.prefetch": 0,
         "model.depth": 16, "model.belief_size": 200, "model.state_size": 30,
         "optim.precision": "auto", "planner.precision": "auto",
+        "optim.average": 0.99,  # plan with averaged weights: it held the gains, measured in results/cpu/NOTES.md
         "planner.candidates": 300, "planner.elites": 30, "planner.iterations": 8,
         "train.collect_every": 100, "train.total_updates": 7000, "train.test_every": 1000,
         "train.log_every": 50, "train.keep_models": True, "run.device": "cpu",

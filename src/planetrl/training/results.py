@@ -342,21 +342,28 @@ def base_of(variant: dict[str, Any], records: list[dict[str, Any]],
     """The record a variant's lever was tried against: the preset's record of its task and seed, or another
     variant of that seed whose config is nearer to it.
 
-    Of those candidates, the one whose config differs from the variant's in the fewest keys; on a tie the
-    one nearer the preset (the preset's own record first). So when the preset takes a lever (say, a batch
-    size), its old records become a variant and a lever measured on the old setting is still read against
-    the old setting's record, not against the new preset. Code-only variants are no one's base.
+    Of those candidates no farther from the preset than the variant itself (counted in config keys against
+    the preset's record of the task), the one whose config differs from the variant's in the fewest keys; on
+    a tie the one nearer the preset (the preset's own record first). So when the preset takes a lever (say,
+    a batch size), its old records become a variant and a lever measured on the old setting is still read
+    against the old setting's record, not against the new preset. Code-only variants are no one's base; a
+    task the preset has no record of gives none.
     """
-    key = (variant["task"], variant["seed"])
-    preset = next((r for r in records if (r["task"], r["seed"]) == key), None)
-    others = [v for v in variants if v is not variant and (v["task"], v["seed"]) == key
-              and variant_name(v) not in CODE_ONLY_VARIANTS]
-    if preset is None:
+    of_task = sorted((r for r in records if r["task"] == variant["task"]), key=lambda r: r["seed"])
+    preset = next((r for r in of_task if r["seed"] == variant["seed"]), None)
+    reference = preset or (of_task[0] if of_task else None)
+    if reference is None:
         return None
-    candidates = [(len(variant_changes(variant, preset)), 0, "", preset)]
-    candidates += [(len(variant_changes(variant, other)), len(variant_changes(other, preset)), variant_name(other),
-                    other) for other in others]
-    return min(candidates, key=lambda candidate: candidate[:3])[3]
+    depth = len(variant_changes(variant, reference))
+    candidates = [(len(variant_changes(variant, preset)), 0, "", preset)] if preset else []
+    for other in variants:
+        if other is variant or (other["task"], other["seed"]) != (variant["task"], variant["seed"]) \
+                or variant_name(other) in CODE_ONLY_VARIANTS:
+            continue
+        other_depth = len(variant_changes(other, reference))
+        if other_depth <= depth:
+            candidates.append((len(variant_changes(variant, other)), other_depth, variant_name(other), other))
+    return min(candidates, key=lambda candidate: candidate[:3])[3] if candidates else None
 
 
 def _base_label(base: dict[str, Any] | None, records: list[dict[str, Any]]) -> str:
