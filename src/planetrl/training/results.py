@@ -613,9 +613,10 @@ def write_results(directory: Path) -> list[Path]:
     variant_rows = variants_table(variants, records)
     if variant_rows:
         text += ("\n## Variants: one lever each, beside the record it changes\n\n"
-                 "Records under `TASK/VARIANT/seed-N/`, run with `--set` on top of the preset; each is read "
-                 "beside the preset's record of its seed or, where that is nearer in config, the variant it "
-                 "adds one lever to. The notes say how each ran and what it shows.\n\n" + variant_rows)
+                 "Records under `TASK/VARIANT/seed-N/`, each run with `--set` on top of the preset of its day "
+                 "(its config.yaml holds what it ran); each is read beside the preset's record of its seed or, "
+                 "where that is nearer in config, the variant it adds one lever to. The notes say how each ran "
+                 "and what it shows.\n\n" + variant_rows)
     shortfalls = variant_causes(variants, causes)
     if shortfalls:
         text += ("\n### Where variant records fall short, and why\n\n"
