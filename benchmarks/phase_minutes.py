@@ -38,7 +38,14 @@ def main() -> None:
     if args.update_scale <= 0:
         parser.error(f"--update-scale must be above 0, got {args.update_scale}")
     if args.rates:
-        rates = json.loads(args.rates.read_text())
+        try:
+            rates = json.loads(args.rates.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            parser.error(f"--rates {args.rates}: {error}")
+        wanted = ("seed_s", "update_s", "decision_s", "test_phase_s")
+        if not isinstance(rates, dict) or not all(isinstance(r, dict) and all(k in r for k in wanted)
+                                                  for r in rates.values()):
+            parser.error(f"--rates {args.rates} must map each task to {{{', '.join(wanted)}}}")
     else:
         rates = {line["task"]: rates_of(line) for line in read_json_lines(args.hour_budget)}
     for rate in rates.values():

@@ -228,6 +228,10 @@ def test_phase_minutes_prices_records_at_the_rates_hour_budget_printed(record, t
     phase_minutes.main()
     line = json.loads(capsys.readouterr().out)
     assert line["phases"][-1]["minutes"] == 7.0 + 12 * 10 / 60  # 12 updates, each 10 s dearer
+    rates.write_text(json.dumps({"mock": {"seed_s": 60}}))
+    with pytest.raises(SystemExit):
+        phase_minutes.main()
+    assert "must map each task to {seed_s, update_s, decision_s, test_phase_s}" in capsys.readouterr().err
 
 
 def test_published_figures_cover_the_six_paper_tasks():
