@@ -91,13 +91,17 @@ def measure(task: str, preset: str, updates: int, overrides: tuple[str, ...] = (
     }
 
 
+RATE_KEYS = ("seed_s", "update_s", "decision_s", "test_phase_s")
+"""The idle rates a results folder's rates.json holds for each task."""
+
+
 def rates_of(result: dict) -> dict[str, float | bool]:
     """The idle rates `planetrl results table` prices a run's minutes with, from one task's line.
 
     With them goes whether the CPU had native bf16: the `cpu` preset runs about 1.9x slower in fp32 on a
     CPU without it (BENCHMARKS.md), so the table says which kind its minutes are for.
     """
-    rates = {k: result[k] for k in ("seed_s", "update_s", "decision_s", "test_phase_s")}
+    rates = {k: result[k] for k in RATE_KEYS}
     if "cpu_bf16_native" in result:
         rates["cpu_bf16_native"] = result["cpu_bf16_native"]
     return rates

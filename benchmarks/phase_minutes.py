@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hour_budget import rates_of
+from hour_budget import RATE_KEYS, rates_of
 from planetrl.metrics import read_json_lines
 from planetrl.training.results import load_record, phase_lengths, phases
 
@@ -42,10 +42,9 @@ def main() -> None:
             rates = json.loads(args.rates.read_text())
         except (OSError, json.JSONDecodeError) as error:
             parser.error(f"--rates {args.rates}: {error}")
-        wanted = ("seed_s", "update_s", "decision_s", "test_phase_s")
-        if not isinstance(rates, dict) or not all(isinstance(r, dict) and all(k in r for k in wanted)
+        if not isinstance(rates, dict) or not all(isinstance(r, dict) and all(k in r for k in RATE_KEYS)
                                                   for r in rates.values()):
-            parser.error(f"--rates {args.rates} must map each task to {{{', '.join(wanted)}}}")
+            parser.error(f"--rates {args.rates} must map each task to {{{', '.join(RATE_KEYS)}}}")
     else:
         rates = {line["task"]: rates_of(line) for line in read_json_lines(args.hour_budget)}
     for rate in rates.values():

@@ -293,8 +293,8 @@ def test_the_largest_fall_is_how_far_a_phase_fell_below_the_best_one_before_it()
 def test_each_shortfall_names_its_cause_and_a_typo_in_the_causes_fails(tmp_path):
     from planetrl.training.results import _cause_cell, load_causes, variant_causes
 
-    short = {**_fake("cheetah-run", [[100.0] * 5] * 3), "seed": 0}
-    met = {**_fake("cheetah-run", [[200.0] * 5] * 3), "seed": 1}
+    short = {**_fake("cheetah-run", [[100.0] * 5] * 3), "seed": 0, "path": tmp_path / "cheetah-run" / "seed-0"}
+    met = {**_fake("cheetah-run", [[200.0] * 5] * 3), "seed": 1, "path": tmp_path / "cheetah-run" / "seed-1"}
     assert [_cause_cell(r, {}) for r in (short, met)] == ["not yet found", "-"]  # a shortfall says it is unexplained
     (tmp_path / "causes.json").write_text(json.dumps({"cheetah-run/seed-0": {"part": "planner", "why": "flips"}}))
     causes = load_causes(tmp_path, [short, met])

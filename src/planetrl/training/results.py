@@ -222,7 +222,7 @@ CAUSE_PARTS = ("model", "planner", "schedule")
 
 def cause_key(record: dict[str, Any]) -> str:
     """A record's key in `causes.json`: TASK/seed-N for the preset's, TASK/VARIANT/seed-N for a variant's."""
-    folder = Path(record["path"]).parent.name if record.get("path") is not None else record["task"]
+    folder = variant_name(record)  # a preset record's folder is its task's
     return f"{record['task']}/" + ("" if folder == record["task"] else f"{folder}/") + f"seed-{record['seed']}"
 
 
@@ -316,9 +316,13 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
 
 
 def _saved_config(record: dict[str, Any]) -> configs.Config:
-    """A record's config as planetrl reads saved ones, loaded once per record."""
+    """A record's config as planetrl reads saved ones, built once per record from the mapping `load_record`
+    already parsed."""
     if "_loaded_config" not in record:
-        record["_loaded_config"] = configs.load(Path(record["path"]) / "config.yaml")
+        try:
+            record["_loaded_config"] = configs.from_dict(record["config"])
+        except configs.ConfigError as error:
+            raise _damaged(Path(record["path"]), f"{Path(record['path']) / 'config.yaml'}: {error}") from error
     return record["_loaded_config"]
 
 
@@ -355,7 +359,7 @@ def base_of(variant: dict[str, Any], records: list[dict[str, Any]],
     if reference is None:
         return None
     depth = len(variant_changes(variant, reference))
-    candidates = [(len(variant_changes(variant, preset)), 0, "", preset)] if preset else []
+    candidates = [(depth, 0, "", preset)] if preset else []  # the preset's record is then the reference
     for other in variants:
         if other is variant or (other["task"], other["seed"]) != (variant["task"], variant["seed"]) \
                 or variant_name(other) in CODE_ONLY_VARIANTS:
