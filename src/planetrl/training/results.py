@@ -216,7 +216,8 @@ def _last_three(record: dict[str, Any]) -> str:
             + (f"; {verdict}" if verdict else "") + ")")
 
 
-CAUSE_PARTS = ("model", "planner", "schedule")
+# "baseline": a 2x-random goal is twice the run's own 5 random seed episodes, itself a noisy sample.
+CAUSE_PARTS = ("model", "planner", "schedule", "baseline")
 """Where a shortfall lies, as issue 13 asks it to be named: the world model, the planner, or the schedule."""
 
 
@@ -305,7 +306,7 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
     per_task("mean of the last 3 test phases", lambda t: joined(t, _last_three))
     per_task("largest fall below an earlier phase", lambda t: joined(t, _fall))
     per_task(f"goal for that mean (phases of at least {GOAL_EPISODES} episodes)", lambda t: joined(t, _goal_cell))
-    per_task("where it falls short, and why (the model, the planner or the schedule)",
+    per_task("where it falls short, and why (the model, the planner, the schedule, or the baseline its goal is from)",
              lambda t: joined(t, lambda r: _cause_cell(r, causes or {})))
     per_task("PlaNet at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("planet_100k", "-")))
     per_task("Dreamer at 100k steps (CURL, Table 1)", lambda t: str(PUBLISHED.get(t, {}).get("dreamer_100k", "-")))
