@@ -359,3 +359,15 @@ def test_the_walker_readout_tells_standing_from_lying_and_reads_the_forward_spee
     assert line["decisions"] == 3 and 0.0 <= line["standing_share"] <= 1.0 and "mean_speed" in line
     assert "standing_share" not in run_episode("cartpole-balance", seed=0, decisions=2, settings=CEMSettings(
         horizon=2, iterations=1, candidates=4, elites=2))
+
+
+def test_random_policy_measures_the_policy_over_the_episodes_asked_and_repeats_with_its_seed():
+    import random_policy
+
+    first = random_policy.measure("mock", 6, seed=3, preset="debug", processes=2)
+    again = random_policy.measure("mock", 6, seed=3, preset="debug", processes=2)
+    other = random_policy.measure("mock", 6, seed=4, preset="debug", processes=2)
+    assert first["episodes"] == len(first["returns"]) == 6
+    assert first["mean"] == pytest.approx(np.mean(first["returns"]), abs=1e-3)
+    assert first["min"] <= first["mean"] <= first["max"] and first["sd"] > 0
+    assert first["returns"] == again["returns"] and first["returns"] != other["returns"]
