@@ -45,7 +45,11 @@ def main() -> None:
     if args.episodes < 2:
         parser.error(f"--episodes must be at least 2 (a spread needs two), got {args.episodes}")
     for task in args.tasks.split(","):
-        print(json.dumps(measure(task, args.episodes, args.seed, args.preset, args.processes)), flush=True)
+        try:
+            line = measure(task, args.episodes, args.seed, args.preset, args.processes)
+        except ValueError as error:  # an unknown task or preset: say which, not a traceback
+            parser.error(str(error))
+        print(json.dumps(line), flush=True)
 
 
 if __name__ == "__main__":

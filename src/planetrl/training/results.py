@@ -216,9 +216,9 @@ def _last_three(record: dict[str, Any]) -> str:
             + (f"; {verdict}" if verdict else "") + ")")
 
 
-# "baseline": a 2x-random goal is twice the run's own 5 random seed episodes, itself a noisy sample.
 CAUSE_PARTS = ("model", "planner", "schedule", "baseline")
-"""Where a shortfall lies, as issue 13 asks it to be named: the world model, the planner, or the schedule."""
+"""Where a shortfall lies, as issue 13 asks it to be named: the world model, the planner, or the schedule;
+or the baseline, where a 2x-random goal is twice the run's own 5 random seed episodes, a noisy sample."""
 
 
 def cause_key(record: dict[str, Any]) -> str:
