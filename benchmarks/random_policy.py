@@ -27,7 +27,7 @@ def measure(task: str, episodes: int, seed: int, preset: str = "cpu", processes:
         results = Driver(env, RandomAgent(env.action_space, processes, seed=seed), seed=seed).run(episodes)
     finally:
         env.close()
-    returns = np.array([r.score for r in results[:episodes]], dtype=float)
+    returns = np.array([r.score for r in results], dtype=float)  # Driver.run returns exactly `episodes`
     return {"task": task, "preset": preset, "seed": seed, "episodes": len(returns),
             "mean": float(returns.mean()), "sem": float(returns.std(ddof=1) / np.sqrt(len(returns))),
             "sd": float(returns.std(ddof=1)), "min": float(returns.min()), "max": float(returns.max()),
