@@ -5,7 +5,6 @@ import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from planetrl.cli import main
@@ -279,6 +278,33 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     assert _last_three(_fake("cheetah-run", [])) == "-"
 
 
+def test_a_2x_random_goal_reads_the_folders_random_policy_measurement_and_its_damage_fails(tmp_path):
+    from planetrl.training.results import _goal_cell, _with_random_policy, goal, load_random_policy
+
+    seed_episodes = _fake("reacher-easy", [], random=(11.0, 201.0, 12.0, 253.0, 244.0))
+    assert goal(seed_episodes) == pytest.approx(2 * 144.2)  # no measurement: the run's own 5 seed episodes
+    assert _goal_cell(seed_episodes) == "288 (2x random, its seed episodes)"
+    lines = [{"task": "reacher-easy", "mean": 999.0, "returns": [0.0, 40.0, 80.0, 120.0]},  # mean recomputed: 60
+             {"task": "cheetah-run", "returns": [5.0, 7.0]}]
+    (tmp_path / "random-policy.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    measured = load_random_policy(tmp_path)
+    assert measured["reacher-easy"]["mean"] == 60.0 and measured["reacher-easy"]["episodes"] == 4
+    other_seed = _fake("reacher-easy", [], random=(33.0, 34.0))
+    cheetah = _fake("cheetah-run", [])
+    _with_random_policy([seed_episodes, other_seed, cheetah], tmp_path)
+    assert goal(seed_episodes) == goal(other_seed) == 120.0  # one yardstick per task, whatever a seed drew
+    assert _goal_cell(other_seed) == "120 (2x random, 4 episodes)"
+    assert goal(cheetah) == 140  # a fixed goal stays fixed
+    assert load_random_policy(tmp_path / "elsewhere") == {}
+    for damage, says in [('{"task": "reacher-easy", "returns": [1.0, 2.0]}\n{"task": "reach', "line 2"),
+                         ('{"task": "reacher-easy", "returns": [1.0]}\n', "at least 2 episodes"),
+                         ('{"task": "cup-catch", "returns": [1, 2]}\n{"task": "cup-catch", "returns": [3, 4]}\n',
+                          "measured twice")]:
+        (tmp_path / "random-policy.jsonl").write_text(damage)
+        with pytest.raises(ValueError, match=says):
+            load_random_policy(tmp_path)
+
+
 def test_the_largest_fall_is_how_far_a_phase_fell_below_the_best_one_before_it():
     from planetrl.training.results import largest_fall
 
@@ -363,7 +389,7 @@ def test_a_damaged_record_stops_the_table_naming_its_file(record, tmp_path, caps
 
 def test_the_readme_summary_shows_what_the_committed_records_hold():
     """The project README's results table quotes each main record; a record replaced without it shows here."""
-    from planetrl.training.results import GOALS, goal, last_three_figure, load_records
+    from planetrl.training.results import GOALS, goal, last_three_figure, load_records, random_return
 
     root = Path(__file__).resolve().parents[2]
     text = (root / "README.md").read_text()
@@ -378,7 +404,7 @@ def test_the_readme_summary_shows_what_the_committed_records_hold():
     for task, (random, preset, target, planet, dreamer) in shown.items():
         records = by_task[task]
         assert preset == "; ".join(last_three_figure(r) for r in records), task
-        assert random == f"{np.mean(records[0]['random']['returns']):.0f}", task
+        assert random == f"{random_return(records[0])[0]:.0f}", task
         assert target.split(" (")[0] == f"{goal(records[0]):.0f}", task
         assert (planet, dreamer) == (str(PUBLISHED[task]["planet_100k"]), str(PUBLISHED[task]["dreamer_100k"]))
 
