@@ -387,6 +387,20 @@ def test_a_damaged_record_stops_the_table_naming_its_file(record, tmp_path, caps
     assert not (tmp_path / "cpu" / "README.md").exists()
 
 
+def test_a_torn_random_policy_measurement_stops_the_table_naming_its_line(record, tmp_path, capsys):
+    """Skipping the torn line would quietly hand a task's goal back to its runs' few seed episodes."""
+    _, out = record
+    shutil.copytree(out, tmp_path / "cpu" / "mock" / "seed-0")
+    measured = tmp_path / "cpu" / "random-policy.jsonl"
+    measured.write_text('{"task": "mock", "returns": [1.0, 2.0, 3.0]}\n{"task": "mo')
+    assert main(["results", "table", "--dir", str(tmp_path / "cpu")]) == 2
+    err = capsys.readouterr().err
+    assert str(measured) in err and "line 2" in err and "random_policy.py" in err
+    assert not (tmp_path / "cpu" / "README.md").exists()
+    measured.write_text('{"task": "mock", "returns": [1.0, 2.0, 3.0]}\n')
+    assert main(["results", "table", "--dir", str(tmp_path / "cpu")]) == 0
+    assert "| 2 +- 1 (3 episodes) |" in (tmp_path / "cpu" / "README.md").read_text()
+
 def test_the_readme_summary_shows_what_the_committed_records_hold():
     """The project README's results table quotes each main record; a record replaced without it shows here."""
     from planetrl.training.results import GOALS, goal, last_three_figure, load_records, random_return
