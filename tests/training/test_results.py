@@ -298,6 +298,8 @@ def test_a_2x_random_goal_reads_the_folders_random_policy_measurement_and_its_da
     assert load_random_policy(tmp_path / "elsewhere") == {}
     for damage, says in [('{"task": "reacher-easy", "returns": [1.0, 2.0]}\n{"task": "reach', "line 2"),
                          ('{"task": "reacher-easy", "returns": [1.0]}\n', "at least 2 episodes"),
+                         ('{"task": "reacher-easy", "returns": [1.0, NaN]}\n', "finite returns"),
+                         ('{"task": "reacher-easy", "returns": [1.0, true]}\n', "finite returns"),
                          ('{"task": "cup-catch", "returns": [1, 2]}\n{"task": "cup-catch", "returns": [3, 4]}\n',
                           "measured twice")]:
         (tmp_path / "random-policy.jsonl").write_text(damage)

@@ -183,14 +183,18 @@ def load_random_policy(directory: Path) -> dict[str, dict[str, Any]]:
                              f"benchmarks/random_policy.py") from None
         returns = row.get("returns") if isinstance(row, dict) else None
         if (not isinstance(row, dict) or not isinstance(row.get("task"), str) or not isinstance(returns, list)
-                or len(returns) < 2 or not all(isinstance(r, (int, float)) for r in returns)):
-            raise ValueError(f"{path}, line {number}: must hold a task and the returns of at least 2 episodes, "
-                             f"as benchmarks/random_policy.py writes them")
+                or len(returns) < 2 or not all(_finite_number(r) for r in returns)):
+            raise ValueError(f"{path}, line {number}: must hold a task and the finite returns of at least 2 "
+                             f"episodes, as benchmarks/random_policy.py writes them")
         if row["task"] in measured:
             raise ValueError(f"{path}, line {number}: {row['task']!r} is measured twice; keep one line per task")
         measured[row["task"]] = {"task": row["task"], "episodes": len(returns), "mean": float(np.mean(returns)),
                                  "sem": float(np.std(returns, ddof=1) / np.sqrt(len(returns)))}
     return measured
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(np.isfinite(value))
 
 
 def _with_random_policy(records: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:
