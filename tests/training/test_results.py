@@ -401,7 +401,7 @@ def test_a_torn_random_policy_measurement_stops_the_table_naming_its_line(record
     assert not (tmp_path / "cpu" / "README.md").exists()
     measured.write_text('{"task": "mock", "returns": [1.0, 2.0, 3.0]}\n')
     assert main(["results", "table", "--dir", str(tmp_path / "cpu")]) == 0
-    assert "| 2 +- 1 (3 episodes) |" in (tmp_path / "cpu" / "README.md").read_text()
+    assert "| 2.0 +- 0.6 (3 episodes) |" in (tmp_path / "cpu" / "README.md").read_text()
 
 def test_the_readme_summary_shows_what_the_committed_records_hold():
     """The project README's results table quotes each main record; a record replaced without it shows here."""
@@ -420,7 +420,7 @@ def test_the_readme_summary_shows_what_the_committed_records_hold():
     for task, (random, preset, target, planet, dreamer) in shown.items():
         records = by_task[task]
         assert preset == "; ".join(last_three_figure(r) for r in records), task
-        assert random == f"{random_return(records[0])[0]:.0f}", task
+        assert random == f"{random_return(records[0])[0]:.1f}", task
         assert target.split(" (")[0] == f"{goal(records[0]):.0f}", task
         assert (planet, dreamer) == (str(PUBLISHED[task]["planet_100k"]), str(PUBLISHED[task]["dreamer_100k"]))
 

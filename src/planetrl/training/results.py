@@ -340,8 +340,9 @@ def _goal_cell(record: dict[str, Any]) -> str:
 
 
 def _measured_cell(record: dict[str, Any]) -> str:
+    """One decimal: a task's many-episode mean can be near 0 (finger-spin's 1.5 +- 0.3 would read "2 +- 0")."""
     measured = record.get("random_policy")
-    return f"{measured['mean']:.0f} +- {measured['sem']:.0f} ({measured['episodes']} episodes)" if measured else "-"
+    return f"{measured['mean']:.1f} +- {measured['sem']:.1f} ({measured['episodes']} episodes)" if measured else "-"
 
 
 def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
