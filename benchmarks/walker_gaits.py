@@ -25,6 +25,7 @@ import numpy as np
 from _run_episodes import add_group_options, read_groups
 
 STANDING_PAY = 0.3  # a decision's reward for standing still upright is 2 x 1/6 (walk speed unmet)
+GOING_SHARE = 0.2  # an episode "got going" when at least this share of its decisions pays STANDING_PAY
 
 
 def state_columns() -> dict[str, int]:
@@ -51,6 +52,11 @@ def gait(episode: dict[str, np.ndarray], columns: dict[str, int]) -> dict[str, f
             "return": round(float(np.sum(reward)), 1)}
 
 
+def got_going(gaits: list[dict[str, float]]) -> int:
+    """How many of the episodes got going: at least GOING_SHARE of their decisions paid STANDING_PAY."""
+    return sum(g["paying_share"] >= GOING_SHARE for g in gaits)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_group_options(parser)
@@ -62,7 +68,7 @@ def main() -> None:
                 ("phase" if args.which == "test_episodes" else "group"): name}
         line.update({key: [g[key] for g in gaits] for key in ("height", "upright", "speed", "paying_share",
                                                                "return")})
-        line["got_going"] = sum(g["paying_share"] >= 0.2 for g in gaits)
+        line["got_going"] = got_going(gaits)
         print(json.dumps(line), flush=True)
 
 

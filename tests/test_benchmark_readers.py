@@ -376,11 +376,12 @@ def test_random_policy_measures_the_policy_over_the_episodes_asked_and_repeats_w
 def test_walker_gaits_reads_torso_height_tilt_and_forward_speed_and_counts_paying_decisions():
     from dm_control import suite
 
-    from walker_gaits import gait, state_columns
+    from walker_gaits import gait, got_going, state_columns
 
     env = suite.load("walker", "walk", task_kwargs={"random": 0})
     env.reset()
     physics = env.physics
+    columns = state_columns()
     states = []
     for rootz, tilt, speed in ((0.0, 0.0, 0.0), (-0.5, 1.0, 0.7)):
         with physics.reset_context():
@@ -391,13 +392,14 @@ def test_walker_gaits_reads_torso_height_tilt_and_forward_speed_and_counts_payin
             physics.named.data.qvel["rootx"] = speed
         observation = env.task.get_observation(physics)
         states.append(np.concatenate([np.asarray(v).reshape(-1) for v in observation.values()]))
-        assert states[-1][state_columns()["height"]] == pytest.approx(physics.torso_height())
+        assert states[-1][columns["height"]] == pytest.approx(physics.torso_height())
     states = np.array(states)
-    columns = state_columns()
     np.testing.assert_allclose(states[:, columns["height"]], [1.3, 0.8], atol=1e-6)
     np.testing.assert_allclose(states[:, columns["upright"]], [1.0, np.cos(1.0)], atol=1e-6)
     np.testing.assert_allclose(states[:, columns["speed"]], [0.0, 0.7])
     line = gait({"state": states, "reward": np.array([0.0, 0.31])}, columns)
     assert line == {"height": 1.05, "upright": round((1 + np.cos(1.0)) / 2, 2), "speed": 0.35,
                     "paying_share": 1.0, "return": 0.3}
-    assert gait({"state": states, "reward": np.array([0.0, 0.29])}, columns)["paying_share"] == 0.0
+    idle = gait({"state": states, "reward": np.array([0.0, 0.29])}, columns)
+    assert idle["paying_share"] == 0.0
+    assert got_going([line, idle, {**idle, "paying_share": 0.2}, {**idle, "paying_share": 0.19}]) == 2
