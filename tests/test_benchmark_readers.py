@@ -403,3 +403,17 @@ def test_walker_gaits_reads_torso_height_tilt_and_forward_speed_and_counts_payin
     idle = gait({"state": states, "reward": np.array([0.0, 0.29])}, columns)
     assert idle["paying_share"] == 0.0
     assert got_going([line, idle, {**idle, "paying_share": 0.2}, {**idle, "paying_share": 0.19}]) == 2
+
+
+def test_paired_retest_compares_start_by_start_and_refuses_unpaired_files():
+    from paired_retest import compare
+
+    average, trained = [0.0, 10.0, 200.0, 300.0], [100.0, 250.0, 180.0, 300.0]
+    line = compare(average, trained, stuck=20)
+    diffs = np.array(trained) - np.array(average)
+    assert line["mean_a"] == 127.5 and line["mean_b"] == 207.5 and line["b_minus_a"] == 80.0
+    assert line["standard_error"] == pytest.approx(np.std(diffs, ddof=1) / 2, abs=0.05)
+    assert line["b_higher"] == 2 and line["stuck_a"] == 2 and line["stuck_b"] == 0
+    assert compare(trained, average, stuck=20)["b_minus_a"] == -80.0
+    with pytest.raises(ValueError, match="same number of starts"):
+        compare(average, trained[:3], stuck=20)
