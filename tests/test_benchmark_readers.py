@@ -417,3 +417,23 @@ def test_paired_retest_compares_start_by_start_and_refuses_unpaired_files():
     assert compare(trained, average, stuck=20)["b_minus_a"] == -80.0
     with pytest.raises(ValueError, match="same number of starts"):
         compare(average, trained[:3], stuck=20)
+
+
+def test_every_committed_paired_retest_is_quoted_in_the_notes_as_the_files_give_it():
+    """Each AVERAGE/TRAINED re-test pair under results/ reproduces the paired figure NOTES.md states for it."""
+    import json
+    import re
+
+    from paired_retest import compare
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    notes = (results / "cpu" / "NOTES.md").read_text()
+    pairs = sorted(results.rglob("retest*-average.json"))
+    assert pairs, "no committed re-test pairs found"
+    for average_path in pairs:
+        trained_path = average_path.with_name(average_path.name.replace("-average", "-trained"))
+        average, trained = (json.loads(p.read_text())["returns"] for p in (average_path, trained_path))
+        line = compare(average, trained, stuck=25)
+        diff, error = abs(line["b_minus_a"]), line["standard_error"]
+        quoted = rf"{diff:.1f} \+- ({error:.1f}|{error:.0f}\b)"
+        assert re.search(quoted, notes), f"{average_path.parent}: NOTES.md never states {diff:.1f} +- {error:.1f}"
