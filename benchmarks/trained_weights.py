@@ -1,11 +1,12 @@
 """A run's trained weights, not their running average, as kept models that `planetrl eval` can re-test.
 
 With `optim.average` on, a run plans and keeps models with the average; only `latest.pt` and `previous.pt`
-also hold the weights Adam trained. This copies the run's config.yaml and run_info.json to OUT/run-00 and writes
-each checkpoint's trained weights as OUT/run-00/checkpoints/model-U.pt, so that `planetrl eval --run
-OUT/run-00 --checkpoint U` plans with them and compares, start state by start state, with the average kept at
-the same update. It links the run's test_episodes there too, so that `model_drift.py` and `plan_ranking.py`
-score the trained weights on the episodes the average's agent played. Prints one JSON line per model written.
+also hold the weights Adam trained. This copies the run's config.yaml and run_info.json to OUT (a run
+directory of its own) and writes each checkpoint's trained weights as OUT/checkpoints/model-U.pt, so that
+`planetrl eval --run OUT --checkpoint U` plans with them and compares, start state by start state, with the
+average kept at the same update. It links the run's test_episodes there too, so that `model_drift.py` and
+`plan_ranking.py` score the trained weights on the episodes the average's agent played. Prints one JSON line
+per model written.
 
     python benchmarks/trained_weights.py RUN_DIR OUT
 """
