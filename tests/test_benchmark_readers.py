@@ -435,5 +435,7 @@ def test_every_committed_paired_retest_is_quoted_in_the_notes_as_the_files_give_
         average, trained = (json.loads(p.read_text())["returns"] for p in (average_path, trained_path))
         line = compare(average, trained, stuck=25)
         diff, error = abs(line["b_minus_a"]), line["standard_error"]
-        quoted = rf"{diff:.1f} \+- ({error:.1f}|{error:.0f}\b)"
-        assert re.search(quoted, notes), f"{average_path.parent}: NOTES.md never states {diff:.1f} +- {error:.1f}"
+        sign = "-" if line["b_minus_a"] < 0 else "+"
+        quoted = rf"(?<![\d.])([+-]?){diff:.1f} \+- ({error:.1f}|{error:.0f}\b)"
+        signs = {m.group(1) for m in re.finditer(quoted, notes)}
+        assert signs & {sign, ""}, f"{average_path.parent}: NOTES.md never states {sign}{diff:.1f} +- {error:.1f}"
