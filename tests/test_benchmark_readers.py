@@ -420,7 +420,7 @@ def test_paired_retest_compares_start_by_start_and_refuses_unpaired_files():
 
 
 def test_every_committed_paired_retest_is_quoted_in_the_notes_as_the_files_give_it():
-    """Each AVERAGE/TRAINED re-test pair under results/ reproduces the paired figure NOTES.md states for it."""
+    """Each re-test beside an AVERAGE one (trained weights, another planner) reproduces the figure NOTES.md states."""
     import json
     import re
 
@@ -428,14 +428,15 @@ def test_every_committed_paired_retest_is_quoted_in_the_notes_as_the_files_give_
 
     results = Path(__file__).resolve().parents[1] / "results"
     notes = (results / "cpu" / "NOTES.md").read_text()
-    pairs = sorted(results.rglob("retest*-average.json"))
-    assert pairs, "no committed re-test pairs found"
-    for average_path in pairs:
-        trained_path = average_path.with_name(average_path.name.replace("-average", "-trained"))
-        average, trained = (json.loads(p.read_text())["returns"] for p in (average_path, trained_path))
-        line = compare(average, trained, stuck=25)
+    pairs = [(average, other) for average in sorted(results.rglob("retest*-average.json"))
+             for other in sorted(average.parent.glob(average.name.replace("-average", "-*")))
+             if other != average]
+    assert {other.name.rsplit("-", 1)[1] for _, other in pairs} >= {"trained.json", "tail.json"}
+    for average_path, other_path in pairs:
+        average, other = (json.loads(p.read_text())["returns"] for p in (average_path, other_path))
+        line = compare(average, other, stuck=25)
         diff, error = abs(line["b_minus_a"]), line["standard_error"]
         sign = "-" if line["b_minus_a"] < 0 else "+"
         quoted = rf"(?<![\d.])([+-]?){diff:.1f} \+- ({error:.1f}|{error:.0f}\b)"
         signs = {m.group(1) for m in re.finditer(quoted, notes)}
-        assert signs & {sign, ""}, f"{average_path.parent}: NOTES.md never states {sign}{diff:.1f} +- {error:.1f}"
+        assert signs & {sign, ""}, f"{other_path}: NOTES.md never states {sign}{diff:.1f} +- {error:.1f}"
