@@ -1,6 +1,8 @@
 import functools
 import os
 import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -91,3 +93,37 @@ def test_restart_on_exception_survives_a_dying_process():
         env.close()
     assert lengths == [5, 2, 5, 2]
     assert env.restarts == 2
+
+
+_PARENT_THAT_DIES = """
+import functools, os
+import numpy as np
+from planetrl.envs.mock import MockEnv
+from planetrl.envs.process import ExternalProcess
+
+env = ExternalProcess(functools.partial(MockEnv, durations=(50,)))
+env.reset()
+print(env.pid, flush=True)
+# Ask without reading the answer, then die as SIGTERM or SIGKILL would leave it: no close, no atexit.
+env._conn.send(("call", ("step", (np.zeros(2, np.float32),), {})))
+env._conn.send(("call", ("step", (np.zeros(2, np.float32),), {})))
+os._exit(0)
+"""
+
+
+def test_worker_whose_parent_dies_exits_quietly():
+    """A killed training process leaves its env workers to notice alone: they close, with no traceback."""
+    result = subprocess.run(
+        [sys.executable, "-c", _PARENT_THAT_DIES], capture_output=True, text=True, check=True
+    )
+    # run() returns once the worker, which shares the stderr pipe, has exited too.
+    assert "Traceback" not in result.stderr, result.stderr
+    assert _state(int(result.stdout.split()[0])) in ("gone", "Z", "X")  # exited (a zombie until init reaps it)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"

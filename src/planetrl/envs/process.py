@@ -36,13 +36,10 @@ def _worker(constructor: Callable[[], Any], conn: Any) -> None:
         conn.send((_ERROR, (type(error).__name__, str(error), traceback.format_exc())))
         conn.close()
         return
-    conn.send((_READY, None))
     try:
+        conn.send((_READY, None))
         while True:
-            try:
-                message, payload = conn.recv()
-            except (EOFError, KeyboardInterrupt):
-                break
+            message, payload = conn.recv()
             if message == _CLOSE:
                 break
             try:
@@ -52,8 +49,13 @@ def _worker(constructor: Callable[[], Any], conn: Any) -> None:
                     name, args, kwargs = payload
                     result = getattr(env, name)(*args, **kwargs)
                 conn.send((_RESULT, result))
-            except Exception as error:  # noqa: BLE001
+            except ConnectionError:
+                raise
+            except Exception as error:  # noqa: BLE001 - an unpicklable result, too, goes back as an error
                 conn.send((_ERROR, (type(error).__name__, str(error), traceback.format_exc())))
+    except (EOFError, ConnectionError, KeyboardInterrupt):
+        # The parent is gone (killed, or closed its end with replies unread): there is no one to tell.
+        pass
     finally:
         try:
             env.close()
