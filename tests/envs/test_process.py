@@ -99,14 +99,14 @@ _PARENT_THAT_DIES = """
 import functools, os
 import numpy as np
 from planetrl.envs.mock import MockEnv
-from planetrl.envs.process import ExternalProcess
+from planetrl.envs.process import _CALL, ExternalProcess
 
 env = ExternalProcess(functools.partial(MockEnv, durations=(50,)))
 env.reset()
 print(env.pid, flush=True)
 # Ask without reading the answer, then die as SIGTERM or SIGKILL would leave it: no close, no atexit.
-env._conn.send(("call", ("step", (np.zeros(2, np.float32),), {})))
-env._conn.send(("call", ("step", (np.zeros(2, np.float32),), {})))
+for _ in range(2):
+    env._conn.send((_CALL, ("step", (np.zeros(2, np.float32),), {})))
 os._exit(0)
 """
 
