@@ -206,7 +206,11 @@ MISTAKES = {
     "a logdir that is a file": (["train", "--logdir", "{root}/a-file", *DEBUG], "is a file"),
     "a typo in the task": (["train", "--logdir", "{root}/typo", "--task", "cartpole-swingpu", *DEBUG],
                            "unknown task"),
-    "report on a missing logdir": (["report", "--logdir", "{root}/nope", "--out", "{root}/r"], "no runs"),
+    "report on a missing logdir": (["report", "--logdir", "{root}/nope", "--out", "{root}/r"],
+                                   "no directory at"),
+    "status on a missing logdir": (["status", "--logdir", "{root}/nope"], "no directory at"),
+    "status on a logdir that is a file": (["status", "--logdir", "{root}/a-file"], "is a file"),
+    "status on an empty logdir": (["status", "--logdir", "{root}/empty"], "no runs under"),
     "report on an empty logdir": (["report", "--logdir", "{root}/empty", "--out", "{root}/r"], "no runs"),
     "report on exported records": (["report", "--logdir", "{root}/records", "--out", "{root}/r"],
                                   "`planetrl results table --dir"),
@@ -223,6 +227,13 @@ def test_each_command_line_mistake_is_one_line_naming_the_problem(runs, capsys, 
     assert code != 0
     assert len(err) == 1 and expected in err[0], err
     assert "Traceback" not in err[0]
+
+
+def test_status_on_a_run_directory_shows_that_run(runs, capsys):
+    run = runs / "planet" / "run-00"
+    assert main(["status", "--logdir", str(run)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and " done " in lines[2] and lines[2].endswith(str(run))
 
 
 def test_a_typo_in_the_task_creates_nothing(tmp_path):

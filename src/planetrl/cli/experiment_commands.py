@@ -61,7 +61,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     rows = status_rows(Path(args.logdir), args.stale_seconds)
     if not rows:
-        print(f"no runs under {args.logdir}")
+        print(f"planetrl status: error: no runs under {args.logdir}", file=sys.stderr)
         return 1
     print(format_status(rows))
     return 0
@@ -184,7 +184,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     status = commands.add_parser("status", help="table of the runs under a logdir",
                                  description="Task, seed, state (running/done/failed/stale), episodes, updates, "
                                              "latest test return and wall-clock of every run; safe while runs go on.")
-    status.add_argument("--logdir", required=True, help="experiment or sweep directory")
+    status.add_argument("--logdir", required=True, help="experiment, sweep or run directory")
     status.add_argument("--stale-seconds", type=float, default=600.0,
                         help="a heartbeat older than this marks a run stale (default 600)")
     status.set_defaults(func=cmd_status)

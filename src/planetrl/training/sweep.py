@@ -123,8 +123,11 @@ def run_ray(units: list[Unit], logdir: Path, train_args: list[str], address: str
 
 
 def experiment_dirs(logdir: Path) -> list[Path]:
-    """Every run directory under a logdir (those with a config.yaml), sorted."""
-    return sorted(p.parent for p in Path(logdir).glob("**/run-*/config.yaml"))
+    """Every run directory under a logdir (those with a config.yaml), sorted; a run directory is its own."""
+    logdir = Path(logdir)
+    if (logdir / "config.yaml").is_file():
+        return [logdir]
+    return sorted(p.parent for p in logdir.glob("**/run-*/config.yaml"))
 
 
 def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
@@ -167,6 +170,9 @@ def format_status(rows: list[dict[str, Any]]) -> str:
 
 def status_rows(logdir: Path, stale_seconds: float = 600.0) -> list[dict[str, Any]]:
     """One row per run; a run whose files cannot be read is one warning, not the end of the table."""
+    if not Path(logdir).is_dir():
+        raise FileNotFoundError(f"no directory at {logdir}" if not Path(logdir).exists()
+                                else f"{logdir} is a file, not a logdir")
     rows = []
     for run_dir in experiment_dirs(logdir):
         try:
