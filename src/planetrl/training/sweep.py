@@ -170,9 +170,9 @@ def format_status(rows: list[dict[str, Any]]) -> str:
 
 def status_rows(logdir: Path, stale_seconds: float = 600.0) -> list[dict[str, Any]]:
     """One row per run; a run whose files cannot be read is one warning, not the end of the table."""
-    if not Path(logdir).is_dir():
-        raise FileNotFoundError(f"no directory at {logdir}" if not Path(logdir).exists()
-                                else f"{logdir} is a file, not a logdir")
+    logdir = Path(logdir)
+    if not logdir.is_dir():
+        raise FileNotFoundError(f"{logdir} is a file, not a logdir" if logdir.exists() else f"no directory at {logdir}")
     rows = []
     for run_dir in experiment_dirs(logdir):
         try:
