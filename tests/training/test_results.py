@@ -29,6 +29,25 @@ def test_export_writes_the_compact_record_and_nothing_heavy(record):
     assert len(random["returns"]) == 2 and random["start_time"] > 0  # the debug preset's 2 seed episodes
 
 
+def test_export_refreshes_its_own_record_and_refuses_to_overwrite_another_runs(record, tmp_path, capsys):
+    _, out = record
+    run = out.parents[2] / "runs" / "run-00"
+    beside = out / "notes.jsonl"  # a measurement kept beside the record survives a refresh
+    beside.write_text("{}\n")
+    assert main(["results", "export", "--run", str(run), "--out", str(out)]) == 0
+    assert beside.read_text() == "{}\n"
+    beside.unlink()
+    other = tmp_path / "other"
+    assert main(["train", "--logdir", str(other), "--preset", "debug", "--seed", "1", "--no-progress"]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    assert main(["results", "export", "--run", str(other / "run-00"), "--out", str(out)]) != 0
+    assert "holds the record of another run" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert main(["results", "export", "--run", str(other / "run-00"), "--out", str(other / "run-00")]) != 0
+    assert "is the run directory itself" in capsys.readouterr().err
+
+
 def test_table_has_the_tasks_as_columns_and_each_phase_with_its_counts(record, capsys):
     directory, _ = record
     assert main(["results", "table", "--dir", str(directory)]) == 0

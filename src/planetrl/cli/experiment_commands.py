@@ -147,7 +147,8 @@ def add_results_commands(commands: argparse._SubParsersAction) -> None:
                                               help="export, table or curves")
     export = results_commands.add_parser("export", help="copy a run's compact record (no checkpoints, no episodes)")
     export.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
-    export.add_argument("--out", required=True, help="record directory, e.g. results/cpu/cheetah-run/seed-0")
+    export.add_argument("--out", required=True, help="record directory, e.g. results/cpu/cheetah-run/seed-0; "
+                                                     "the same run's record is refreshed, another run's refused")
     export.set_defaults(func=cmd_results_export)
     results_table = results_commands.add_parser("table", help="README.md and a PNG per task from the records")
     results_table.add_argument("--dir", required=True, help="folder of TASK/seed-N records, e.g. results/cpu")

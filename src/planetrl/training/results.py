@@ -18,7 +18,6 @@ its measured wall-clock. The README says which.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +52,31 @@ CODE_ONLY_VARIANTS = ("before-fixes",)
 
 
 def export_record(run_dir: Path, out: Path) -> Path:
-    """Copy a run's compact record to `out` and add random.json (seed-episode returns, start time)."""
-    run_dir = Path(run_dir)
+    """Copy a run's compact record to `out` and add random.json (seed-episode returns, start time).
+
+    Exporting a run again refreshes its record (and keeps any other files beside it); a record of another
+    run at `out` is refused, so a wrong --out cannot overwrite a published record.
+    """
+    run_dir, out = Path(run_dir), Path(out)
     missing = [name for name in RECORD_FILES if not (run_dir / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{run_dir} lacks {', '.join(missing)}; is it a PlaNet run with a test phase?")
+    if out.exists() and out.resolve() == run_dir.resolve():
+        raise ValueError(f"--out {out} is the run directory itself; a record goes elsewhere, e.g. "
+                         f"results/cpu/TASK/seed-N")
+    seeded = read_seeded(run_dir)
+    claims = read_json_lines(run_dir / "claims.jsonl")
+    if seeded is None or not claims:
+        raise FileNotFoundError(f"{run_dir} has no {SEED_MARKER}: its random seed episodes were never completed")
+    earlier = read_json_file(out / "random.json").get("start_time")
+    if earlier is not None and earlier != claims[0]["time"]:
+        raise FileExistsError(f"{out} holds the record of another run (started at {earlier}, where {run_dir} "
+                              f"started at {claims[0]['time']}); export to a new directory, or remove that one "
+                              f"first")
     out.mkdir(parents=True, exist_ok=True)
     for name in RECORD_FILES:
-        shutil.copyfile(run_dir / name, out / name)
-    seeded = read_seeded(run_dir)
-    if seeded is None:
-        raise FileNotFoundError(f"{run_dir} has no {SEED_MARKER}: its random seed episodes were never completed")
+        write_atomic(out / name, (run_dir / name).read_bytes())
     returns = [float(read_episode(p)["reward"].sum()) for p in list_episodes(run_dir / "train_episodes")[:seeded]]
-    claims = read_json_lines(run_dir / "claims.jsonl")
     write_atomic(out / "random.json", json.dumps({"returns": returns, "start_time": claims[0]["time"],
                                                   "claims": claims}, indent=1) + "\n")
     return out
