@@ -171,8 +171,10 @@ def format_status(rows: list[dict[str, Any]]) -> str:
 def status_rows(logdir: Path, stale_seconds: float = 600.0) -> list[dict[str, Any]]:
     """One row per run; a run whose files cannot be read is one warning, not the end of the table."""
     logdir = Path(logdir)
+    if not logdir.exists():
+        raise FileNotFoundError(f"no directory at {logdir}")
     if not logdir.is_dir():
-        raise FileNotFoundError(f"{logdir} is a file, not a logdir" if logdir.exists() else f"no directory at {logdir}")
+        raise NotADirectoryError(f"{logdir} is a file, not a logdir")
     rows = []
     for run_dir in experiment_dirs(logdir):
         try:
