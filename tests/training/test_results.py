@@ -297,6 +297,22 @@ def test_the_goal_counts_only_three_phases_of_five_episodes_each():
     assert _last_three(_fake("cheetah-run", [])) == "-"
 
 
+def test_the_mean_over_seeds_counts_only_runs_measured_by_the_goal_and_says_how_it_stands():
+    from planetrl.training.results import seeds_mean
+
+    high, low = _fake("cheetah-run", [[150.0] * 5] * 3), _fake("cheetah-run", [[120.0] * 5] * 3)
+    unfinished = _fake("cheetah-run", [[900.0] * 5] * 3, total=7)
+    assert seeds_mean([high, low, unfinished]) == "135.0 +- 15.0 (2 seeds, 1 of them at the goal; the mean misses 140)"
+    assert seeds_mean([high]) == "150.0 (1 seed, 1 of them at the goal; the mean meets 140)"
+    # a mean that would print as the goal while under it keeps its second decimal
+    assert seeds_mean([_fake("walker-walk", [[224.96] * 5] * 3)]).startswith("224.96 (")
+    assert seeds_mean([unfinished, _fake("cheetah-run", [[500.0] * 2] * 3)]) == "-"
+    # 2x-random goals that differ between seeds give no single verdict for the mean
+    cups = [_fake("cup-catch", [[100.0] * 5] * 3, random=(10.0, 20.0)),
+            _fake("cup-catch", [[100.0] * 5] * 3, random=(40.0, 60.0))]
+    assert seeds_mean(cups) == "100.0 +- 0.0 (2 seeds, 2 of them at the goal)"
+
+
 def test_a_2x_random_goal_reads_the_folders_random_policy_measurement_and_its_damage_fails(tmp_path):
     from planetrl.training.results import _goal_cell, _with_random_policy, goal, load_random_policy
 
@@ -424,11 +440,12 @@ def test_a_torn_random_policy_measurement_stops_the_table_naming_its_line(record
 
 def test_the_readme_summary_shows_what_the_committed_records_hold():
     """The project README's results table quotes each main record; a record replaced without it shows here."""
-    from planetrl.training.results import GOALS, goal, last_three_figure, load_records, random_return
+    from planetrl.training.results import GOALS, goal, last_three_figure, load_records, random_return, seeds_mean
 
     root = Path(__file__).resolve().parents[2]
     text = (root / "README.md").read_text()
-    header = "| task | random policy | `cpu` preset | goal | PlaNet at 100k steps | Dreamer at 100k steps |"
+    header = ("| task | random policy | `cpu` preset | mean over seeds | goal | PlaNet at 100k steps "
+              "| Dreamer at 100k steps |")
     assert header in text
     rows = text.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
     shown = {cells[0]: cells[1:] for cells in ([c.strip() for c in row.strip("|").split("|")] for row in rows)}
@@ -436,9 +453,10 @@ def test_the_readme_summary_shows_what_the_committed_records_hold():
     by_task: dict[str, list] = {}
     for record in load_records(root / "results" / "cpu"):
         by_task.setdefault(record["task"], []).append(record)
-    for task, (random, preset, target, planet, dreamer) in shown.items():
+    for task, (random, preset, mean, target, planet, dreamer) in shown.items():
         records = by_task[task]
         assert preset == "; ".join(last_three_figure(r) for r in records), task
+        assert mean == seeds_mean(records).split(" ")[0], task
         assert random == f"{random_return(records[0])[0]:.1f}", task
         assert target.split(" (")[0] == f"{goal(records[0]):.0f}", task
         assert (planet, dreamer) == (str(PUBLISHED[task]["planet_100k"]), str(PUBLISHED[task]["dreamer_100k"]))
