@@ -1,10 +1,12 @@
-"""CEM time per action with the paper-size world model: 1000 candidates x 12 steps x 10 iterations.
+"""CEM time per action with a preset's world model and planner; by default the paper's: 1000 candidates x 12
+steps x 10 iterations.
 
 Modes: eager (fp32), bf16 (autocast), compiled (torch.compile of the rollout, fp32),
 compiled+bf16. `--agreement` also measures how far bf16 moves the chosen action,
 against how far a different seed moves it in fp32 (the planner's own noise).
 
     python benchmarks/cem_speed.py [--envs 1,4] [--modes eager,bf16] [--repeats 5] [--agreement] [--device cuda]
+        [--preset cpu --set model.reward_units=300 ... --action-dims 2]
 """
 
 from __future__ import annotations
@@ -28,17 +30,24 @@ def main() -> None:
     parser.add_argument("--envs", default="1,4")
     parser.add_argument("--modes", default="eager,bf16")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--candidates", type=int, default=1000)
+    parser.add_argument("--candidates", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--preset", default="paper", help="model and planner sizes (planetrl's presets)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="config override on top of the preset, as `planetrl train --set` takes it")
+    parser.add_argument("--action-dims", type=int, default=6, help="6: cheetah-run and walker-walk; 2: finger-spin")
     parser.add_argument("--agreement", action="store_true")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
     device = torch.device(args.device)
-    cfg = C.build("paper")
+    cfg = C.build(args.preset, args.set)
     torch.manual_seed(0)
-    model = build_world_model(cfg, 6).to(device).eval()
-    settings = CEMSettings(candidates=args.candidates)
+    dims = args.action_dims
+    model = build_world_model(cfg, dims).to(device).eval()
+    p = cfg.planner
+    settings = CEMSettings(horizon=p.horizon, iterations=p.iterations, candidates=args.candidates or p.candidates,
+                           elites=p.elites)
     if args.agreement:
-        measure_agreement(model, settings, device)
+        measure_agreement(model, settings, device, dims)
     eager_rollout = model.dynamics.imagine_features
     for mode in args.modes.split(","):
         model.dynamics.imagine_features = torch.compile(eager_rollout) if "compiled" in mode else eager_rollout
@@ -50,18 +59,20 @@ def main() -> None:
             for _ in range(args.repeats + 1):
                 start = time.perf_counter()
                 with torch.inference_mode(), autocast(device, "bf16" if "bf16" in mode else "fp32"):
-                    result = plan(model, state, 6, settings, generators)
+                    result = plan(model, state, dims, settings, generators)
                     result.first_action().cpu()  # waits for the GPU, as an agent's step does
                 times.append(time.perf_counter() - start)
             median = statistics.median(times[1:])
             print(json.dumps({"mode": mode, "envs": envs, "s_per_plan": round(median, 3),
                               "s_per_action_per_env": round(median / envs, 3),
                               "candidates": settings.candidates, "horizon": settings.horizon,
-                              "iterations": settings.iterations, "threads": torch.get_num_threads(),
+                              "iterations": settings.iterations, "preset": args.preset, "overrides": args.set,
+                              "action_dims": dims, "threads": torch.get_num_threads(),
                               "cpus": os.cpu_count(), "device": str(device)}), flush=True)
 
 
-def measure_agreement(model: torch.nn.Module, settings: CEMSettings, device: torch.device, states: int = 20) -> None:
+def measure_agreement(model: torch.nn.Module, settings: CEMSettings, device: torch.device, dims: int,
+                      states: int = 20) -> None:
     """Mean |a_bf16 - a_fp32| with equal seeds, against mean |a_fp32(seed) - a_fp32(other seed)|."""
     bf16_gap, seed_gap = [], []
     for index in range(states):
@@ -72,7 +83,7 @@ def measure_agreement(model: torch.nn.Module, settings: CEMSettings, device: tor
         for name, precision, seed in (("fp32", "fp32", 0), ("bf16", "bf16", 0), ("other", "fp32", 1)):
             torch.manual_seed(7)  # the model's own state sampling
             with torch.inference_mode(), autocast(device, precision):
-                result = plan(model, state, 6, settings, [torch.Generator(device=device).manual_seed(seed)])
+                result = plan(model, state, dims, settings, [torch.Generator(device=device).manual_seed(seed)])
             actions[name] = result.first_action().float()
         bf16_gap.append((actions["bf16"] - actions["fp32"]).abs().mean().item())
         seed_gap.append((actions["other"] - actions["fp32"]).abs().mean().item())

@@ -440,3 +440,22 @@ def test_every_committed_paired_retest_is_quoted_in_the_notes_as_the_files_give_
         quoted = rf"(?<![\d.])([+-]?){diff:.1f} \+- ({error:.1f}|{error:.0f}\b)"
         signs = {m.group(1) for m in re.finditer(quoted, notes)}
         assert signs & {sign, ""}, f"{other_path}: NOTES.md never states {sign}{diff:.1f} +- {error:.1f}"
+
+
+def test_cem_speed_times_the_planner_and_model_of_the_preset_and_overrides_it_is_given(capsys, monkeypatch):
+    import json
+
+    import cem_speed
+
+    monkeypatch.setattr(sys, "argv", ["cem_speed.py", "--preset", "debug", "--set", "model.reward_units=24",
+                                      "--action-dims", "2", "--envs", "1", "--modes", "eager", "--repeats", "1"])
+    built = []
+    real_build = cem_speed.build_world_model
+    monkeypatch.setattr(cem_speed, "build_world_model", lambda cfg, dims: built.append((cfg, dims))
+                        or real_build(cfg, dims))
+    cem_speed.main()
+    line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (cfg, dims), = built
+    assert dims == 2 and cfg.model.reward_units == 24  # the override reaches the model that is timed
+    assert (line["candidates"], line["horizon"], line["iterations"]) == (16, 3, 2)  # the debug preset's planner
+    assert line["overrides"] == ["model.reward_units=24"] and line["s_per_plan"] > 0
