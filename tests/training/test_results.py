@@ -302,15 +302,15 @@ def test_the_mean_over_seeds_counts_only_runs_measured_by_the_goal_and_says_how_
 
     high, low = _fake("cheetah-run", [[150.0] * 5] * 3), _fake("cheetah-run", [[120.0] * 5] * 3)
     unfinished = _fake("cheetah-run", [[900.0] * 5] * 3, total=7)
-    assert seeds_mean([high, low, unfinished]) == "135.0 +- 15.0 (2 seeds, 1 of them at the goal; the mean misses 140)"
-    assert seeds_mean([high]) == "150.0 (1 seed, 1 of them at the goal; the mean meets 140)"
+    assert seeds_mean([high, low, unfinished]) == "135.0 +- 15.0 (1 of 2 seeds at the goal; the mean misses 140)"
+    assert seeds_mean([high]) == "150.0 (1 of 1 seed at the goal; the mean meets 140)"
     # a mean that would print as the goal while under it keeps its second decimal
     assert seeds_mean([_fake("walker-walk", [[224.96] * 5] * 3)]).startswith("224.96 (")
     assert seeds_mean([unfinished, _fake("cheetah-run", [[500.0] * 2] * 3)]) == "-"
     # 2x-random goals that differ between seeds give no single verdict for the mean
     cups = [_fake("cup-catch", [[100.0] * 5] * 3, random=(10.0, 20.0)),
             _fake("cup-catch", [[100.0] * 5] * 3, random=(40.0, 60.0))]
-    assert seeds_mean(cups) == "100.0 +- 0.0 (2 seeds, 2 of them at the goal)"
+    assert seeds_mean(cups) == "100.0 +- 0.0 (2 of 2 seeds at the goal)"
 
 
 def test_a_2x_random_goal_reads_the_folders_random_policy_measurement_and_its_damage_fails(tmp_path):

@@ -304,7 +304,7 @@ def seeds_mean(records: list[dict[str, Any]]) -> str:
     if len(means) > 1:
         figure += f" +- {np.std(means, ddof=1) / np.sqrt(len(means)):.1f}"
     met = sum(_verdict(r) == "goal met" for r in counted)
-    text = f"{figure} ({len(means)} seed{'s' if len(means) > 1 else ''}, {met} of them at the goal"
+    text = f"{figure} ({met} of {len(means)} seed{'s' if len(means) > 1 else ''} at the goal"
     if all(goal(r) == target for r in counted):
         text += f"; the mean {'meets' if mean >= target else 'misses'} {target:.0f}"
     return text + ")"
