@@ -38,6 +38,8 @@ def main() -> None:
     parser.add_argument("--agreement", action="store_true")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
+    if args.action_dims < 1 or (args.candidates is not None and args.candidates < 1):
+        parser.error(f"--action-dims and --candidates must be at least 1, got {args.action_dims} and {args.candidates}")
     device = torch.device(args.device)
     cfg = C.build(args.preset, args.set)
     torch.manual_seed(0)
