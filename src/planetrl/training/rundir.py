@@ -21,6 +21,7 @@ import planetrl
 from planetrl import config as config_lib
 from planetrl.atomic import write_atomic
 from planetrl.models.world_model import native_bf16
+from planetrl.training.runfiles import require_directory
 
 CHECKPOINT = "latest.pt"
 PREVIOUS_CHECKPOINT = "previous.pt"
@@ -152,10 +153,7 @@ class Checkpoint:
 
 def require_run_dir(run_dir: Path) -> Path:
     """Fail with one line unless `run_dir` is a run directory (it holds config.yaml)."""
-    if not run_dir.exists():
-        raise FileNotFoundError(f"no run directory at {run_dir}")
-    if not run_dir.is_dir():
-        raise NotADirectoryError(f"{run_dir} is a file, not a run directory")
+    require_directory(run_dir, "run directory")
     if not (run_dir / "config.yaml").is_file():
         runs = sorted(p.parent.name for p in run_dir.glob("*/config.yaml"))
         hint = f"; it holds the runs {', '.join(runs)}: pass one of them, like {run_dir / runs[0]}" if runs else ""

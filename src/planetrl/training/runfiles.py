@@ -106,3 +106,12 @@ def read_run_config(path: Path) -> dict[str, Any]:
     if not (isinstance(env, dict) and "task" in env and isinstance(run, dict) and "seed" in run):
         raise ValueError(f"{path} is not a run's config (no env.task or run.seed)")
     return config
+
+
+def require_directory(path: Path, what: str) -> Path:
+    """Fail with one line unless `path` is an existing directory; `what` names it ("logdir", "run directory")."""
+    if not path.exists():
+        raise FileNotFoundError(f"no {what} at {path}")
+    if not path.is_dir():
+        raise NotADirectoryError(f"{path} is a file, not a {what}")
+    return path

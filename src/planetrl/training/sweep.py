@@ -22,7 +22,7 @@ from typing import Any
 
 from planetrl.metrics import read_json_lines
 from planetrl.training.experiment import run_state
-from planetrl.training.runfiles import read_json_file, read_run_config, read_tests
+from planetrl.training.runfiles import read_json_file, read_run_config, read_tests, require_directory
 
 log = logging.getLogger(__name__)
 
@@ -170,11 +170,7 @@ def format_status(rows: list[dict[str, Any]]) -> str:
 
 def status_rows(logdir: Path, stale_seconds: float = 600.0) -> list[dict[str, Any]]:
     """One row per run; a run whose files cannot be read is one warning, not the end of the table."""
-    logdir = Path(logdir)
-    if not logdir.exists():
-        raise FileNotFoundError(f"no directory at {logdir}")
-    if not logdir.is_dir():
-        raise NotADirectoryError(f"{logdir} is a file, not a logdir")
+    logdir = require_directory(Path(logdir), "logdir")
     rows = []
     for run_dir in experiment_dirs(logdir):
         try:
