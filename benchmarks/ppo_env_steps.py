@@ -2,7 +2,7 @@
 
 Acting included (the policy runs every step), updates excluded.
 
-    python benchmarks/ppo_env_steps.py [--config pendulum] [--processes 0,1,2,8] [--steps 4000]
+    python benchmarks/ppo_env_steps.py [--config pendulum] [--processes 0,1,2,8] [--episodes 8]
 """
 
 from __future__ import annotations
@@ -13,28 +13,28 @@ import os
 import time
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.envs.make import make_batch_env
 from planetrl.training.driver import Driver
-from planetrl.training.ppo import EvalMode, build_agent
+from planetrl.training.ppo import build_agent
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--config", default="pendulum")
+    parser.add_argument("--config", default="pendulum", choices=sorted(C.PPO_CONFIGS))
     parser.add_argument("--processes", default="0,1,2,8")
-    parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--episodes", type=at_least(1), default=8)
     args = parser.parse_args()
     for processes in map(int, args.processes.split(",")):
         envs = max(processes, 1) if processes else 8
-        cfg = C.set_values(C.Config(), {**C.PPO_CONFIGS[args.config], "env.processes": processes})
+        cfg = C.set_values(C.PPORunConfig(), {**C.PPO_CONFIGS[args.config], "env.processes": processes})
         env = make_batch_env(cfg.env, envs, seed=0)
         try:
             agent = build_agent(cfg, env)
-            with EvalMode(agent):
-                Driver(env, agent, seed=0).run(envs)  # warm-up
-                start = time.perf_counter()
-                results = Driver(env, agent, seed=1).run(args.episodes)
-                elapsed = time.perf_counter() - start
+            Driver(env, agent, seed=0).run(envs, explore=False)  # warm-up
+            start = time.perf_counter()
+            results = Driver(env, agent, seed=1).run(args.episodes, explore=False)
+            elapsed = time.perf_counter() - start
         finally:
             env.close()
         steps = sum(r.length for r in results)
