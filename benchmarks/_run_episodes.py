@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 
 
@@ -18,13 +19,13 @@ def add_group_options(parser: argparse.ArgumentParser) -> None:
                         help="a run's folder, or `episodes`, the one `planetrl visualize --out DIR` keeps (with "
                              "--seed-episodes 0 --group N)")
     add_phase_options(parser)
-    parser.add_argument("--group", type=int, default=10, help="training episodes per line")
+    parser.add_argument("--group", type=at_least(1), default=10, help="training episodes per line")
 
 
 def add_phase_options(parser: argparse.ArgumentParser) -> None:
     """--seed-episodes and --per-phase, which locate a test phase among the stored episodes."""
-    parser.add_argument("--seed-episodes", type=int, default=5, help="random episodes stored first")
-    parser.add_argument("--per-phase", type=int, default=5, help="test episodes per phase")
+    parser.add_argument("--seed-episodes", type=at_least(0), default=5, help="random episodes stored first")
+    parser.add_argument("--per-phase", type=at_least(1), default=5, help="test episodes per phase")
 
 
 def add_checkpoint_options(parser: argparse.ArgumentParser) -> None:

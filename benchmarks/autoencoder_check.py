@@ -34,6 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.data.loader import preprocess_image
 from planetrl.losses import gaussian_kl
@@ -89,13 +90,14 @@ def frame_recall(model: Autoencoder, frames: np.ndarray, bits: int) -> dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--every", type=int, default=250)
-    parser.add_argument("--batch", type=int, default=32, help="frames per step")
-    parser.add_argument("--held-out", type=int, default=10, help="the latest this many test episodes")
-    parser.add_argument("--depth", type=int, help="channels of the first conv layer; default the run's model.depth")
+    parser.add_argument("--steps", type=at_least(1), default=1000)
+    parser.add_argument("--every", type=at_least(1), default=250)
+    parser.add_argument("--batch", type=at_least(1), default=32, help="frames per step")
+    parser.add_argument("--held-out", type=at_least(1), default=10, help="the latest this many test episodes")
+    parser.add_argument("--depth", type=at_least(1),
+                        help="channels of the first conv layer; default the run's model.depth")
     parser.add_argument("--lr", type=float, help="Adam's learning rate; default the run's optim.lr")
-    parser.add_argument("--code", type=int, help="units of the code; default the model's feature size")
+    parser.add_argument("--code", type=at_least(1), help="units of the code; default the model's feature size")
     parser.add_argument("--stochastic", action="store_true", help="a Gaussian code with a KL, as the RSSM's state")
     parser.add_argument("--min-std", type=float, help="the stochastic code's least std; default model.min_std")
     parser.add_argument("--kl-scale", type=float, help="the KL's weight; default loss.kl_scale")

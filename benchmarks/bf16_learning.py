@@ -19,6 +19,7 @@ import torch
 
 from planetrl import config as C
 from planetrl.agents.random import RandomAgent
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import EpisodeWriter
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
@@ -50,9 +51,9 @@ def curve(cfg: C.Config, replay: Replay, updates: int, precision: str) -> list[f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--episodes", help="directory of episode files (default: collect 5 random ones)")
-    parser.add_argument("--updates", type=int, default=200)
+    parser.add_argument("--updates", type=at_least(1), default=200)
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--window", type=int, default=20)
+    parser.add_argument("--window", type=at_least(1), default=20)
     args = parser.parse_args()
     cfg = C.build(args.preset, ["env.task=cartpole-swingup"])
     with tempfile.TemporaryDirectory() as temporary:

@@ -21,6 +21,7 @@ import json
 import numpy as np
 
 from _run_episodes import add_group_options, read_groups
+from planetrl.cli.common import at_least
 
 OUT_OF_VIEW = 1.6  # metres from the centre: past it, less than half of the cart is in view
 
@@ -47,7 +48,7 @@ def episode_line(episode: dict[str, np.ndarray], column: int, tail: int) -> dict
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_group_options(parser)
-    parser.add_argument("--tail", type=int, default=40, help="decisions at the end that make an episode pinned")
+    parser.add_argument("--tail", type=at_least(1), default=40, help="decisions at the end that make an episode pinned")
     args = parser.parse_args()
     column = cart_column()
     for name, episodes in read_groups(args):

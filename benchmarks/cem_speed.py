@@ -20,6 +20,7 @@ import time
 import torch
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.models.world_model import autocast
 from planetrl.planning.cem import CEMSettings, plan
 from planetrl.training.updater import build_world_model
@@ -29,17 +30,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--envs", default="1,4")
     parser.add_argument("--modes", default="eager,bf16")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--candidates", type=int, default=None, help="default: the preset's")
+    parser.add_argument("--repeats", type=at_least(1), default=5)
+    parser.add_argument("--candidates", type=at_least(1), default=None, help="default: the preset's")
     parser.add_argument("--preset", default="paper", help="model and planner sizes (planetrl's presets)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config override on top of the preset, as `planetrl train --set` takes it")
-    parser.add_argument("--action-dims", type=int, default=6, help="6: cheetah-run and walker-walk; 2: finger-spin")
+    parser.add_argument("--action-dims", type=at_least(1), default=6,
+                        help="6: cheetah-run and walker-walk; 2: finger-spin")
     parser.add_argument("--agreement", action="store_true")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     args = parser.parse_args()
-    if args.action_dims < 1 or (args.candidates is not None and args.candidates < 1):
-        parser.error(f"--action-dims and --candidates must be at least 1, got {args.action_dims} and {args.candidates}")
     device = torch.device(args.device)
     cfg = C.build(args.preset, args.set)
     torch.manual_seed(0)

@@ -15,6 +15,7 @@ import statistics
 
 import torch
 
+from planetrl.cli.common import at_least
 from planetrl.planning.cem import CEMSettings, plan, shift_plan
 
 
@@ -42,9 +43,9 @@ def needed(returns: list[torch.Tensor], target: float) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--trials", type=at_least(1), default=20)
     parser.add_argument("--tolerance", type=float, default=0.3)
-    parser.add_argument("--iterations", type=int, default=40)
+    parser.add_argument("--iterations", type=at_least(1), default=40)
     args = parser.parse_args()
     settings = CEMSettings(iterations=args.iterations)
     cold_counts, warm_counts = [], []

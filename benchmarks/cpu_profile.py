@@ -29,6 +29,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from planetrl import config as C
 from planetrl.agents.mpc import MPCAgent
+from planetrl.cli.common import at_least
 from planetrl.losses import LossWeights, gaussian_kl, mean_gaussian_nll, world_model_loss
 from planetrl.models.world_model import autocast, native_bf16, resolve_precision
 from planetrl.planning.cem import CEMSettings
@@ -259,9 +260,9 @@ def loss_agreement(cfg: C.Config, batch: dict[str, torch.Tensor]) -> dict[str, f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--batch", type=int, default=0, help="0: the preset's")
-    parser.add_argument("--length", type=int, default=0, help="0: the preset's")
+    parser.add_argument("--rounds", type=at_least(1), default=15)
+    parser.add_argument("--batch", type=at_least(0), default=0, help="0: the preset's")
+    parser.add_argument("--length", type=at_least(0), default=0, help="0: the preset's")
     parser.add_argument("--compare", action="store_true")
     parser.add_argument("--decoder-forms", action="store_true", help="time the decoder in each form")
     parser.add_argument("--skip", default="", help="comma list of update,decision to leave out")

@@ -18,6 +18,7 @@ import numpy as np
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
+from planetrl.cli.common import at_least
 from planetrl.config import EnvConfig
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, make_batch_env, make_env
@@ -51,7 +52,7 @@ def measure(cfg: EnvConfig, processes: int, env_steps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tasks", default="cartpole-swingup,walker-walk,cheetah-run")
-    parser.add_argument("--steps", type=int, default=400, help="raw env steps per measurement")
+    parser.add_argument("--steps", type=at_least(1), default=400, help="raw env steps per measurement")
     parser.add_argument("--processes", default="0,1,2,4", help="0 = in-process")
     args = parser.parse_args()
     for task in args.tasks.split(","):

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from planetrl.cli.common import at_least
 from planetrl.envs.registry import PAPER_TASKS
 
 Scheme = Callable[[int], np.ndarray]
@@ -88,7 +89,7 @@ def measure(task: str, name: str, episodes: int, seed: int) -> dict[str, object]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", default="finger-spin", choices=sorted(PAPER_TASKS))
-    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--episodes", type=at_least(1), default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--schemes", default="uniform,gauss:0.3,gauss:0.6,ar:0.6:0.9,hold:8")
     args = parser.parse_args()

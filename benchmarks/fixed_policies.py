@@ -14,6 +14,7 @@ import json
 import numpy as np
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.envs.make import make_env
 
 
@@ -33,9 +34,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="cpu128")
     parser.add_argument("--task", default=None, help="the preset's task unless given")
-    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--episodes", type=at_least(1), default=20)
     parser.add_argument("--actions", default="zero=0,0;throttle+0.5=0.5,0;throttle-0.5=-0.5,0")
-    parser.add_argument("--image-size", type=int, default=64, help="rendered size (the returns do not depend on it)")
+    parser.add_argument("--image-size", type=at_least(1), default=64,
+                        help="rendered size (the returns do not depend on it)")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     overrides = [*args.overrides, f"env.image_size={args.image_size}"]

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
@@ -107,11 +108,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--checkpoints", required=True, help="comma-separated updates of kept models")
-    parser.add_argument("--draws", type=int, default=48, help="batches per model and batch size (at least 3)")
+    parser.add_argument("--draws", type=at_least(3), default=48, help="batches per model and batch size (at least 3)")
     parser.add_argument("--batch", default="", help="comma-separated batch sizes (default: the run's)")
     args = parser.parse_args()
-    if args.draws < 3:
-        parser.error(f"--draws must be at least 3, got {args.draws}")
     for checkpoint in (int(c) for c in args.checkpoints.split(",")):
         cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
         weights = LossWeights(**dataclasses.asdict(cfg.loss))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from world_model_check import ego_kinematics, highway_ending
 
@@ -35,7 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dirs", type=Path, nargs="+")
     parser.add_argument("--which", default="both", choices=("train_episodes", "test_episodes", "both"))
-    parser.add_argument("--bins", type=int, default=5, help="speed bins of equal counts")
+    parser.add_argument("--bins", type=at_least(1), default=5, help="speed bins of equal counts")
     args = parser.parse_args()
     kinds = ("train_episodes", "test_episodes") if args.which == "both" else (args.which,)
     parts = [decisions(episode) for run in args.run_dirs for kind in kinds

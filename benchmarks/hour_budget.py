@@ -23,6 +23,7 @@ import torch
 
 from planetrl import config as C
 from planetrl.agents.random import RandomAgent
+from planetrl.cli.common import at_least
 from planetrl.envs.make import decisions_per_episode, make_batch_env
 from planetrl.metrics import read_json_lines
 from planetrl.models.world_model import native_bf16
@@ -112,7 +113,7 @@ def main() -> None:
     parser.add_argument("--tasks", default="cartpole-swingup,reacher-easy,cheetah-run,finger-spin,cup-catch,"
                                            "walker-walk")
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--updates", type=int, default=200)
+    parser.add_argument("--updates", type=at_least(1), default=200)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config override on top of the preset, as `planetrl train --set` takes it")
     parser.add_argument("--rates", help="also write {task: rates} for `planetrl results table` to this JSON file")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.metrics import read_metrics
 from planetrl.training.planet import read_tests
@@ -21,7 +22,7 @@ from planetrl.training.planet import read_tests
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("run", type=Path)
-    parser.add_argument("--seed-episodes", type=int, default=5)
+    parser.add_argument("--seed-episodes", type=at_least(1), default=5)
     args = parser.parse_args()
     seeds = [p for d in ("train_episodes", "test_episodes")
              for p in list_episodes(args.run / d)[: args.seed_episodes]]

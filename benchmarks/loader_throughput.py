@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from _synthetic import fill
+from planetrl.cli.common import at_least
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
 
@@ -33,9 +34,10 @@ def busy(seconds: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--episodes", type=int, default=20)
-    parser.add_argument("--batches", type=int, default=20)
-    parser.add_argument("--compute", type=float, default=1.0)
+    parser.add_argument("--episodes", type=at_least(1), default=20)
+    parser.add_argument("--batches", type=at_least(1), default=20)
+    parser.add_argument("--compute", type=at_least(0.0, float), default=1.0,
+                        help="seconds the consumer works per batch")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         fill(Path(directory), args.episodes, 1000, 64)

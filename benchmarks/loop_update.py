@@ -26,6 +26,7 @@ import torch
 
 from _synthetic import fill
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.data.loader import Batch, Loader
 from planetrl.data.replay import Replay
 from planetrl.training.updater import WorldModelUpdater, build_world_model
@@ -65,8 +66,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--run", type=Path, help="a run directory: its config.yaml and train_episodes")
     parser.add_argument("--preset", default="cpu", help="the preset without --run")
-    parser.add_argument("--updates", type=int, default=60)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--updates", type=at_least(1), default=60)
+    parser.add_argument("--rounds", type=at_least(1), default=2)
     parser.add_argument("--modes", default="fixed,prefetch0,prefetch2")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a config override on top of the run's config or the preset, as `planetrl train --set`")

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from _run_episodes import add_checkpoint_options, phase_paths
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.models.world_model import WorldModel
 from planetrl.training.planet import load_trained
@@ -116,9 +117,9 @@ def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_checkpoint_options(parser)
-    parser.add_argument("--horizon", type=int, default=12, help="decisions imagined (the planner's horizon)")
-    parser.add_argument("--samples", type=int, default=4, help="prior draws per start")
-    parser.add_argument("--split", type=int, default=0, help="report the first this many decisions apart")
+    parser.add_argument("--horizon", type=at_least(1), default=12, help="decisions imagined (the planner's horizon)")
+    parser.add_argument("--samples", type=at_least(1), default=4, help="prior draws per start")
+    parser.add_argument("--split", type=at_least(0), default=0, help="report the first this many decisions apart")
     args = parser.parse_args()
     paths = list_episodes(args.run_dir / "test_episodes")
     phases = [int(p) for p in args.phases.split(",")]

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.data.loader import Loader, preprocess_image
 from planetrl.data.replay import Replay
 from planetrl.models.world_model import WorldModel
@@ -67,7 +68,7 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], help="config overrides key=value")
     parser.add_argument("--minutes", type=float, default=6.0, help="training time budget")
     parser.add_argument("--eval-every", type=float, default=60.0, help="seconds of training between evaluations")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads; 0 = torch's default")
+    parser.add_argument("--threads", type=at_least(0), default=0, help="torch threads; 0 = torch's default")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)

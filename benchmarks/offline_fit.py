@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.data.loader import Loader
 from planetrl.data.replay import Replay
@@ -41,9 +42,9 @@ def recall(model, episodes: list[dict], bits: int) -> dict[str, float | None]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--updates", type=int, default=2000)
-    parser.add_argument("--every", type=int, default=250)
-    parser.add_argument("--held-out", type=int, default=10, help="the latest this many test episodes")
+    parser.add_argument("--updates", type=at_least(1), default=2000)
+    parser.add_argument("--every", type=at_least(1), default=250)
+    parser.add_argument("--held-out", type=at_least(1), default=10, help="the latest this many test episodes")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))

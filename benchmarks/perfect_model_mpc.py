@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from plan_ranking import Simulator, SimulatorObjective
+from planetrl.cli.common import at_least
 from planetrl.envs.registry import PAPER_TASKS
 from planetrl.planning.cem import CEMSettings, plan
 from planetrl.presets import PAPER, PRESETS
@@ -85,12 +86,13 @@ def run_episode(task: str, seed: int, decisions: int, settings: CEMSettings) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task", choices=sorted(PAPER_TASKS))
-    parser.add_argument("--episodes", type=int, default=3)
-    parser.add_argument("--decisions", type=int, default=0, help="decisions per episode (0 = the whole episode)")
+    parser.add_argument("--episodes", type=at_least(1), default=3)
+    parser.add_argument("--decisions", type=at_least(0), default=0,
+                        help="decisions per episode (0 = the whole episode)")
     parser.add_argument("--seed", type=int, default=0, help="the first episode's start seed")
     cpu = {**PAPER, **PRESETS["cpu"]}
     for key in ("candidates", "elites", "iterations", "horizon"):
-        parser.add_argument(f"--{key}", type=int, default=cpu[f"planner.{key}"])
+        parser.add_argument(f"--{key}", type=at_least(1), default=cpu[f"planner.{key}"])
     args = parser.parse_args()
     settings = CEMSettings(horizon=args.horizon, iterations=args.iterations, candidates=args.candidates,
                            elites=args.elites)

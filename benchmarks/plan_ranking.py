@@ -40,6 +40,7 @@ import torch
 
 from cart_at_rail import OUT_OF_VIEW
 from model_drift import imagined_returns
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.envs.make import action_repeat
 from planetrl.models.world_model import autocast
@@ -166,11 +167,11 @@ def _correlation(predicted: np.ndarray, true: np.ndarray) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--checkpoint", type=int, required=True, help="the kept model's updates")
-    parser.add_argument("--episode", type=int, required=True, help="index into the run's test episodes")
+    parser.add_argument("--checkpoint", type=at_least(0), required=True, help="the kept model's updates")
+    parser.add_argument("--episode", type=at_least(0), required=True, help="index into the run's test episodes")
     parser.add_argument("--decisions", required=True, help="comma-separated decisions of that episode")
-    parser.add_argument("--candidates", type=int, default=300)
-    parser.add_argument("--samples", type=int, default=4, help="prior draws per predicted return")
+    parser.add_argument("--candidates", type=at_least(1), default=300)
+    parser.add_argument("--samples", type=at_least(1), default=4, help="prior draws per predicted return")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--true-horizons", default="", help="comma-separated horizons to plan on the simulator")
     args = parser.parse_args()

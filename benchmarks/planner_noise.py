@@ -16,6 +16,7 @@ import time
 import torch
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.models.world_model import WorldModel
 from planetrl.planning.cem import CEMSettings, plan
 
@@ -32,8 +33,8 @@ class _GlobalNoise:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=at_least(3), default=20, help="the first two warm up and are not counted")
+    parser.add_argument("--threads", type=at_least(1), default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     cfg = C.build("cpu")

@@ -20,6 +20,7 @@ import torch
 
 from cpu_profile import fake_batch, make_agent
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.models.world_model import native_bf16, resolve_precision
 from planetrl.training.updater import WorldModelUpdater, build_world_model
 
@@ -29,7 +30,7 @@ PRECISIONS = ("fp32", "bf16")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds after one warm-up round")
+    parser.add_argument("--rounds", type=at_least(1), default=3, help="timed rounds after one warm-up round")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     cpu = torch.device("cpu")

@@ -15,6 +15,7 @@ import numpy as np
 
 from planetrl import config as C
 from planetrl.agents.random import RandomAgent
+from planetrl.cli.common import at_least
 from planetrl.envs.make import make_batch_env
 from planetrl.training.driver import Driver
 
@@ -37,13 +38,11 @@ def measure(task: str, episodes: int, seed: int, preset: str = "cpu", processes:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", required=True, help="comma-separated task names")
-    parser.add_argument("--episodes", type=int, default=60)
+    parser.add_argument("--episodes", type=at_least(2), default=60, help="at least 2: a spread needs two")
     parser.add_argument("--seed", type=int, default=100)
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--processes", type=at_least(1), default=2)
     args = parser.parse_args()
-    if args.episodes < 2:
-        parser.error(f"--episodes must be at least 2 (a spread needs two), got {args.episodes}")
     for task in args.tasks.split(","):
         try:
             line = measure(task, args.episodes, args.seed, args.preset, args.processes)

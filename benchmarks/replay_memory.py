@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from _synthetic import fill
+from planetrl.cli.common import at_least
 from planetrl.data.replay import Replay
 
 
@@ -26,9 +27,9 @@ def rss_bytes() -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--size", type=int, default=64)
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--extra", type=int, default=100, help="episodes added one by one afterwards")
+    parser.add_argument("--size", type=at_least(1), default=64)
+    parser.add_argument("--episodes", type=at_least(1), default=100)
+    parser.add_argument("--extra", type=at_least(0), default=100, help="episodes added one by one afterwards")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_TMP")) as directory:
         fill(Path(directory), args.episodes, 1000, args.size)

@@ -12,14 +12,15 @@ import time
 from pathlib import Path
 
 from _synthetic import fill
+from planetrl.cli.common import at_least
 from planetrl.data.replay import Replay
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--files", type=int, default=10_000)
-    parser.add_argument("--max-episodes", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--files", type=at_least(1), default=10_000)
+    parser.add_argument("--max-episodes", type=at_least(1), default=100)
+    parser.add_argument("--repeats", type=at_least(1), default=20)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         fill(Path(directory), args.files, 50, 64)

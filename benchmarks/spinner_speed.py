@@ -24,6 +24,7 @@ import numpy as np
 
 from _run_episodes import add_phase_options, read_groups
 from planetrl import config as config_lib
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.training.planet import explores_mixed
 
@@ -56,7 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     add_phase_options(parser)
-    parser.add_argument("--episodes", type=int, help="only the first N episodes of each run")
+    parser.add_argument("--episodes", type=at_least(1), help="only the first N episodes of each run")
     parser.add_argument("--tests", action="store_true", help="the test episodes, one line per test phase")
     args = parser.parse_args()
     column = hinge_column()

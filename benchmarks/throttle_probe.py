@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.models.world_model import expected_rewards
 from planetrl.training.planet import load_trained
@@ -42,11 +43,11 @@ def probe(model, start: dict, throttle: float, horizon: int, discount: float) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--checkpoint", type=int, help="the model kept at this update (train.keep_models)")
+    parser.add_argument("--checkpoint", type=at_least(0), help="the model kept at this update (train.keep_models)")
     parser.add_argument("--which", default="test_episodes", choices=("train_episodes", "test_episodes"))
-    parser.add_argument("--episodes", type=int, default=10, help="the latest this many episodes")
-    parser.add_argument("--every", type=int, default=5, help="start states: every this many steps")
-    parser.add_argument("--horizon", type=int, default=24)
+    parser.add_argument("--episodes", type=at_least(1), default=10, help="the latest this many episodes")
+    parser.add_argument("--every", type=at_least(1), default=5, help="start states: every this many steps")
+    parser.add_argument("--horizon", type=at_least(1), default=24)
     parser.add_argument("--discount", type=float, default=0.99)
     args = parser.parse_args()
     torch.manual_seed(0)

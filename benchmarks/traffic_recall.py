@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.training.planet import load_trained
 from world_model_check import episode_tensors
@@ -117,9 +118,9 @@ def main() -> None:
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--checkpoints", default="", help="kept models by update, comma-separated; default latest")
     parser.add_argument("--which", default="train_episodes", choices=("train_episodes", "test_episodes"))
-    parser.add_argument("--episodes", type=int, default=10, help="the latest this many episodes")
-    parser.add_argument("--first", type=int, help="of the first N episodes (in time order), not the latest")
-    parser.add_argument("--open-loop", type=int, default=0, help="also score the last K steps imagined")
+    parser.add_argument("--episodes", type=at_least(1), default=10, help="the latest this many episodes")
+    parser.add_argument("--first", type=at_least(1), help="of the first N episodes (in time order), not the latest")
+    parser.add_argument("--open-loop", type=at_least(0), default=0, help="also score the last K steps imagined")
     parser.add_argument("--figure", type=Path, help="write true and reconstructed last frames to this PNG")
     args = parser.parse_args()
     paths = list_episodes(args.run_dir / args.which)

@@ -16,6 +16,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from planetrl import config as C
+from planetrl.cli.common import at_least
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
 
 MODES = {
@@ -40,10 +41,10 @@ def fake_batch(batch: int, length: int, size: int, actions: int, device: torch.d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--batch", type=int, default=50)
-    parser.add_argument("--length", type=int, default=50)
-    parser.add_argument("--size", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=4, help="timed steps after two warm-up steps")
+    parser.add_argument("--batch", type=at_least(1), default=50)
+    parser.add_argument("--length", type=at_least(1), default=50)
+    parser.add_argument("--size", type=at_least(1), default=64)
+    parser.add_argument("--steps", type=at_least(1), default=4, help="timed steps after two warm-up steps")
     parser.add_argument("--modes", default="fp32,bf16,bf16+channels_last")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--preset", default="paper")

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, try_read_episode
 from planetrl.data.loader import preprocess_image
 from planetrl.models.world_model import WorldModel
@@ -98,11 +99,11 @@ def summary(values: list[float]) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--episodes", type=int, default=20, help="the latest this many episodes")
+    parser.add_argument("--episodes", type=at_least(1), default=20, help="the latest this many episodes")
     parser.add_argument("--which", default="train_episodes", choices=("train_episodes", "test_episodes"))
     parser.add_argument("--open-loop", default="1,3,6")
-    parser.add_argument("--checkpoint", type=int, help="the model kept at this update (train.keep_models)")
-    parser.add_argument("--first", type=int, help="of the first N episodes (in time order), not the latest")
+    parser.add_argument("--checkpoint", type=at_least(0), help="the model kept at this update (train.keep_models)")
+    parser.add_argument("--first", type=at_least(1), help="of the first N episodes (in time order), not the latest")
     parser.add_argument("--ending", default="any", choices=ENDINGS,
                         help="highway only: keep the episodes that ended this way")
     args = parser.parse_args()

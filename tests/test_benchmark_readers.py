@@ -1,5 +1,7 @@
 """The facts the episode readers in benchmarks/ rest on, checked against the simulator."""
 
+import ast
+import importlib
 import sys
 from pathlib import Path
 
@@ -459,3 +461,48 @@ def test_cem_speed_times_the_planner_and_model_of_the_preset_and_overrides_it_is
     assert dims == 2 and cfg.model.reward_units == 24  # the override reaches the model that is timed
     assert (line["candidates"], line["horizon"], line["iterations"]) == (16, 3, 2)  # the debug preset's planner
     assert line["overrides"] == ["model.reward_units=24"] and line["s_per_plan"] > 0
+
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _add_argument_calls(script: Path):
+    """(flag, the `type=` node) of each parser.add_argument call in `script`; the flag is None where an f-string
+    makes it (perfect_model_mpc.py's planner settings)."""
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args:
+            flag = node.args[0].value if isinstance(node.args[0], ast.Constant) else None
+            yield flag, next((k.value for k in node.keywords if k.arg == "type"), None)
+
+
+def _counted_options() -> list[tuple[str, str, float]]:
+    """(script, flag, least) of every option a benchmark script parses with `at_least(least)`; the options of
+    the shared _run_episodes.py are tried through cheetah_flips.py, which adds them."""
+    found = []
+    for script in sorted(BENCHMARKS.glob("*.py")):
+        for flag, kind in _add_argument_calls(script):
+            if isinstance(kind, ast.Call) and getattr(kind.func, "id", "") == "at_least":
+                name = "cheetah_flips.py" if script.name == "_run_episodes.py" else script.name
+                found.append((name, flag or "--horizon", kind.args[0].value))
+    return found
+
+
+def test_no_benchmark_parses_a_count_as_a_bare_int():
+    """A bare `type=int` takes 0 or -3 episodes and fails later, or prints a figure of nothing; a seed is the
+    one integer that may be any."""
+    bare = [(script.name, flag) for script in sorted(BENCHMARKS.glob("*.py"))
+            for flag, kind in _add_argument_calls(script) if getattr(kind, "id", "") == "int" and flag != "--seed"]
+    assert bare == []
+    assert len(_counted_options()) > 60  # the scan reads the scripts' options at all
+
+
+@pytest.mark.parametrize("script, flag, least", [pytest.param(*o, id=f"{o[0]}:{o[1]}") for o in _counted_options()])
+def test_a_benchmark_refuses_a_count_below_its_least_and_names_it(script, flag, least, monkeypatch, capsys):
+    module = importlib.import_module(script.removesuffix(".py"))
+    bad = str(least - 1) if isinstance(least, int) else str(least - 0.5)
+    monkeypatch.setattr(sys, "argv", [script, flag, bad])
+    with pytest.raises(SystemExit) as done:
+        module.main()
+    assert done.value.code == 2
+    assert f"argument {flag}: must be at least {least}, got {bad}" in capsys.readouterr().err
