@@ -506,3 +506,16 @@ def test_a_benchmark_refuses_a_count_below_its_least_and_names_it(script, flag, 
         module.main()
     assert done.value.code == 2
     assert f"argument {flag}: must be at least {least}, got {bad}" in capsys.readouterr().err
+
+
+def test_ppo_env_steps_runs_the_pendulum_config_in_process(monkeypatch, capsys):
+    """It imported a class training.ppo no longer had, and no test ran it."""
+    import json
+
+    import ppo_env_steps
+
+    monkeypatch.setattr(sys, "argv", ["ppo_env_steps.py", "--processes", "0", "--episodes", "2"])
+    ppo_env_steps.main()
+    line = json.loads(capsys.readouterr().out.strip())
+    assert (line["config"], line["envs"], line["mode"]) == ("pendulum", 8, "in-process")
+    assert line["env_steps_per_s"] > 0
