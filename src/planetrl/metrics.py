@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -14,6 +15,9 @@ from typing import Any
 import numpy as np
 
 from planetrl.atomic import write_atomic
+
+log = logging.getLogger(__name__)
+_warned_lines: set[tuple[str, int]] = set()
 
 
 class StreamingMean:
@@ -138,16 +142,31 @@ def append_json_line(path: str | Path, record: Mapping[str, Any]) -> None:
 
 
 def read_json_lines(path: str | Path) -> list[dict[str, Any]]:
-    """All records of a JSON-lines file (none if it is missing); a torn line from a kill is skipped."""
+    """The JSON objects of a JSON-lines file, one a line (none if it is missing).
+
+    A last line without its newline is a write in progress, or one a kill tore, and is left out quietly. Any
+    other line that is not a JSON object (a line torn by an earlier kill, damaged bytes) is left out with a
+    warning, once per process, naming the file and the line: a resume or a status must not stop on it.
+    """
     path = Path(path)
-    if not path.exists():
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
         return []
     records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
             continue
+        try:
+            record = json.loads(line.decode())
+        except ValueError:  # not JSON, or not UTF-8
+            record = None
+        if isinstance(record, dict):
+            records.append(record)
+        elif number < len(lines) and (str(path), number) not in _warned_lines:
+            _warned_lines.add((str(path), number))
+            log.warning("%s: line %d is not a JSON object (torn by a kill, or damaged); left out: %.60r",
+                        path, number, line)
     return records
 
 

@@ -378,7 +378,7 @@ def test_a_failed_save_leaves_the_latest_and_the_previous_checkpoint_as_they_wer
     assert latest.read_bytes() == b"new" and previous.read_bytes() == b"latest"
 
 
-def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path):
+def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path, caplog):
     from planetrl.metrics import append_json_line, read_json_lines
 
     path = tmp_path / "tests.jsonl"
@@ -386,7 +386,11 @@ def test_a_torn_last_line_does_not_swallow_the_next_record(tmp_path):
     with open(path, "a") as handle:  # a kill or a full disk in the middle of a write
         handle.write('{"updates": 2, "ret')
     append_json_line(path, {"updates": 3})
-    assert read_json_lines(path) == [{"updates": 1}, {"updates": 3}]
+    with open(path, "a") as handle:  # a write in progress, as a reader may find it: left out without a word
+        handle.write('{"updates": 4, "ret')
+    with caplog.at_level(logging.WARNING, logger="planetrl"):
+        assert read_json_lines(path) == [{"updates": 1}, {"updates": 3}]
+    assert caplog.text.count("is not a JSON object") == 1 and f"{path}: line 2 is not" in caplog.text
 
 
 def test_hand_damaged_bookkeeping_files_are_named_and_worked_around(tmp_path, caplog):
@@ -399,16 +403,24 @@ def test_hand_damaged_bookkeeping_files_are_named_and_worked_around(tmp_path, ca
     assert main(["train", "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=8"]) == 0
     run = tmp_path / "run-00"
     tests = read_tests(run)
-    with open(run / "tests.jsonl", "a") as handle:
-        handle.write('{"updates": "abc", "returns": "x"}\n{"updates": 3, "returns": [NaN]}\n')
+    with open(run / "tests.jsonl", "ab") as handle:  # bytes that are not UTF-8 stopped every reader once
+        handle.write(b'{"updates": "abc", "returns": "x"}\n{"updates": 3, "returns": [NaN]}\n\xff\xfe{"upd\n')
+    with open(run / "metrics.jsonl", "ab") as handle:
+        handle.write(b"\x00\xff damaged\n[1, 2]\n")
     (run / "run_info.json").write_text("[1, 2")
-    (run / "seed_episodes.json").write_text("zz")
+    (run / "seed_episodes.json").write_bytes(b"\xff\xfe")
+    metric_lines = (run / "metrics.jsonl").read_bytes().splitlines()
     with caplog.at_level(logging.WARNING, logger="planetrl"):
         [row] = status_rows(tmp_path)
         assert read_tests(run) == tests
+        assert read_metrics(run) == [json.loads(line) for line in metric_lines[:-2]]
     assert row["updates"] == 8 and row["test_return"] == pytest.approx(sum(tests[-1]["returns"]) / 2)
     assert f"tests.jsonl: record {len(tests) + 1} is not a test phase" in caplog.text
     assert f"tests.jsonl: record {len(tests) + 2} is not" in caplog.text
+    assert f"tests.jsonl: line {len(tests) + 3} is not a JSON object" in caplog.text
+    metric_lines = len(metric_lines)
+    assert f"metrics.jsonl: line {metric_lines - 1} is not a JSON object" in caplog.text
+    assert f"metrics.jsonl: line {metric_lines} is not a JSON object" in caplog.text
     assert "run_info.json cannot be read" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="planetrl"):

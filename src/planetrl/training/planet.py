@@ -186,7 +186,7 @@ class PlanetRun:
             marker, now = self.run_dir / SEED_MARKER, self.train_catalog.count()
             count = read_seeded(self.run_dir, episodes_now=now)
             count = now if count is None else count
-            if not marker.exists() or marker.read_text() != json.dumps({"train": count}) + "\n":
+            if not marker.exists() or marker.read_bytes() != (json.dumps({"train": count}) + "\n").encode():
                 _write_json(marker, {"train": count})
             self._seed_count = count
         return self._seed_count
