@@ -29,6 +29,7 @@ from planetrl.metrics import read_json_lines
 from planetrl.models.world_model import native_bf16
 from planetrl.training.driver import Driver
 from planetrl.training.planet import PlanetRun
+from planetrl.training.results import RATE_KEYS
 from planetrl.training.rundir import prepare_run_dir
 
 
@@ -90,10 +91,6 @@ def measure(task: str, preset: str, updates: int, overrides: tuple[str, ...] = (
         "test_returns": tests[-1]["returns"] if tests else None, "cpus": os.cpu_count(),
         "cpu_bf16_native": native_bf16(torch.device("cpu")),
     }
-
-
-RATE_KEYS = ("seed_s", "update_s", "decision_s", "test_phase_s")
-"""The idle rates a results folder's rates.json holds for each task."""
 
 
 def rates_of(result: dict) -> dict[str, float | bool]:

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hour_budget import RATE_KEYS, rates_of
+from hour_budget import rates_of
 from planetrl.metrics import read_json_lines
-from planetrl.training.results import load_record, phase_lengths, phases
+from planetrl.training.results import load_record, phase_lengths, phases, read_rates
 
 
 def main() -> None:
@@ -38,13 +38,12 @@ def main() -> None:
     if args.update_scale <= 0:
         parser.error(f"--update-scale must be above 0, got {args.update_scale}")
     if args.rates:
+        if not args.rates.is_file():
+            parser.error(f"--rates {args.rates}: no such file")
         try:
-            rates = json.loads(args.rates.read_text())
-        except (OSError, json.JSONDecodeError) as error:
-            parser.error(f"--rates {args.rates}: {error}")
-        if not isinstance(rates, dict) or not all(isinstance(r, dict) and all(k in r for k in RATE_KEYS)
-                                                  for r in rates.values()):
-            parser.error(f"--rates {args.rates} must map each task to {{{', '.join(RATE_KEYS)}}}")
+            rates = read_rates(args.rates)
+        except ValueError as error:
+            parser.error(f"--rates {error}")
     else:
         rates = {line["task"]: rates_of(line) for line in read_json_lines(args.hour_budget)}
     for rate in rates.values():

@@ -1,6 +1,7 @@
 """Run records and the Table-1 README built from them."""
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from planetrl.cli import main
-from planetrl.training.results import PUBLISHED, RECORD_FILES
+from planetrl.training.results import PUBLISHED, RECORD_FILES, write_results
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -249,7 +250,44 @@ def test_phase_minutes_prices_records_at_the_rates_hour_budget_printed(record, t
     rates.write_text(json.dumps({"mock": {"seed_s": 60}}))
     with pytest.raises(SystemExit):
         phase_minutes.main()
-    assert "must map each task to {seed_s, update_s, decision_s, test_phase_s}" in capsys.readouterr().err
+    assert f"--rates {rates}: 'mock' must hold seed_s, update_s, decision_s, test_phase_s" in capsys.readouterr().err
+
+
+def test_a_damaged_rates_file_is_named_and_stops_the_table_where_a_damaged_run_info_costs_only_its_commit(
+        record, tmp_path, caplog):
+    """Every minute in the table rests on rates.json, so a torn one stops it, naming the file; run_info.json
+    gives a variant's commit alone, and a torn one shows as '?' with a warning naming it. Both stopped the
+    table with a bare JSONDecodeError that named no file."""
+    from planetrl.training.results import _commit, read_rates
+
+    rates = tmp_path / "rates.json"
+    assert read_rates(rates) == {}
+    good = {"seed_s": 60, "update_s": 10, "decision_s": 5, "test_phase_s": 30}
+    for damage, says in [('{"mock": {"seed_s": 6', "cannot be read"),
+                         ("[1, 2]", "must map each task to {seed_s, update_s, decision_s, test_phase_s}, got list"),
+                         (json.dumps({"mock": {**good, "update_s": None}}), "'mock' must hold seed_s"),
+                         (json.dumps({"mock": {**good, "decision_s": -1}}), "numbers of at least 0"),
+                         (json.dumps({"mock": {**good, "test_phase_s": True}}), "'mock' must hold")]:
+        rates.write_text(damage)
+        with pytest.raises(ValueError, match=rf"{re.escape(str(rates))}.*{re.escape(says)}"):
+            read_rates(rates)
+    rates.write_text(json.dumps({"mock": good}))
+    assert read_rates(rates) == {"mock": good}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run_info.json").write_text('{"git_commit": "0123456789ab"}')
+    assert _commit({"path": run}) == "0123456"
+    (run / "run_info.json").write_text('{"git_com')
+    with caplog.at_level("WARNING"):
+        assert _commit({"path": run}) == "?"
+    assert str(run / "run_info.json") in caplog.text
+    directory, _ = record
+    (directory / "rates.json").write_text("{")
+    try:
+        with pytest.raises(ValueError, match=r"rates\.json cannot be read"):
+            write_results(directory)
+    finally:
+        (directory / "rates.json").unlink()
 
 
 def test_published_figures_cover_the_six_paper_tasks():

@@ -119,6 +119,31 @@ def load_record(path: Path) -> dict[str, Any]:
             "decisions_at": decisions_at}
 
 
+RATE_KEYS = ("seed_s", "update_s", "decision_s", "test_phase_s")
+
+
+def read_rates(path: Path) -> dict[str, dict[str, Any]]:
+    """A results folder's rates.json ({task: idle seconds of RATE_KEYS}); {} when it is missing, and a
+    ValueError naming the file when it does not parse or a task lacks a rate, since every minute in the table
+    would rest on it."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        rates = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read ({type(error).__name__}: {error}); write it again with "
+                         f"benchmarks/hour_budget.py --rates") from None
+    if not isinstance(rates, dict):
+        raise ValueError(f"{path} must map each task to {{{', '.join(RATE_KEYS)}}}, got {type(rates).__name__}")
+    for task, rate in rates.items():
+        if not isinstance(rate, dict) or not all(_finite_number(rate.get(key)) and rate[key] >= 0
+                                                 for key in RATE_KEYS):
+            raise ValueError(f"{path}: {task!r} must hold {', '.join(RATE_KEYS)} as seconds (numbers of at "
+                             f"least 0), got {rate!r}")
+    return rates
+
+
 def _minutes(record: dict[str, Any], test: dict[str, Any], index: int,
              rates: dict[str, dict[str, float]]) -> float:
     """Minutes to reach a test phase: at idle rates when known, else the measured wall-clock."""
@@ -184,12 +209,12 @@ def load_random_policy(directory: Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return {}
     measured: dict[str, dict[str, Any]] = {}
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(path.read_bytes().splitlines(), 1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
+            row = json.loads(line.decode())
+        except ValueError as error:  # not JSON, or not UTF-8
             raise ValueError(f"{path}, line {number}, is not valid JSON ({error}); measure it again with "
                              f"benchmarks/random_policy.py") from None
         returns = row.get("returns") if isinstance(row, dict) else None
@@ -334,7 +359,7 @@ def load_causes(directory: Path, records: list[dict[str, Any]],
         return {}
     try:
         causes = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # not JSON, or not UTF-8
         raise ValueError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(causes, dict):
         raise ValueError(f"{path} must hold an object keyed by TASK/seed-N, got {type(causes).__name__}")
@@ -481,9 +506,8 @@ def _base_label(base: dict[str, Any] | None, records: list[dict[str, Any]]) -> s
 
 
 def _commit(record: dict[str, Any]) -> str:
-    path = Path(record["path"]) / "run_info.json"
-    commit = json.loads(path.read_text()).get("git_commit") if path.exists() else None
-    return commit[:7] if commit else "?"
+    commit = read_json_file(Path(record["path"]) / "run_info.json").get("git_commit")
+    return commit[:7] if isinstance(commit, str) and commit else "?"
 
 
 def load_variants(directory: Path) -> list[dict[str, Any]]:
@@ -697,8 +721,7 @@ def write_results(directory: Path) -> list[Path]:
     records = load_records(directory)
     variants = load_variants(directory)
     causes = load_causes(directory, records, variants)
-    rates_path = directory / "rates.json"
-    rates = json.loads(rates_path.read_text()) if rates_path.exists() else {}
+    rates = read_rates(directory / "rates.json")
     minutes = (f"Minutes are estimated from each run's updates and decisions at the idle rates in rates.json, "
                f"since the runs shared the machine{_rates_machine(rates)}." if rates else
                "Minutes are measured wall-clock.")
