@@ -460,6 +460,12 @@ def test_one_bad_config_does_not_break_status_or_report_for_the_others(runs, tmp
     # Loading it for a resume or an eval names the file, where an empty one used to pass as the default config.
     assert main(["eval", "--run", str(logdir / "empty" / "run-00")]) == 2
     assert "config.yaml is not a planetrl config: the file is empty" in capsys.readouterr().err
+    # With only unreadable runs left, the error says they are there, not that there are none.
+    (logdir / "good" / "run-00").unlink()
+    for command in (["status", "--logdir", str(logdir)],
+                    ["report", "--logdir", str(logdir), "--out", str(tmp_path / "report2")]):
+        assert main(command) == 1
+        assert f"no readable runs under {logdir}: 3 run directories could not be read" in capsys.readouterr().err
 
 
 def test_test_episodes_are_those_of_recorded_phases_and_leftovers_of_a_killed_phase_go(tmp_path, caplog):

@@ -57,11 +57,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from planetrl.training.sweep import format_status, status_rows
+    from planetrl.training.sweep import format_status, no_runs_found, status_rows
 
     rows = status_rows(Path(args.logdir), args.stale_seconds)
     if not rows:
-        print(f"planetrl status: error: no runs under {args.logdir}", file=sys.stderr)
+        print(f"planetrl status: error: {no_runs_found(args.logdir)}", file=sys.stderr)
         return 1
     print(format_status(rows))
     return 0
@@ -69,7 +69,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from planetrl.training.report import write_report
-    from planetrl.training.sweep import status_rows
+    from planetrl.training.sweep import no_runs_found, status_rows
 
     out = output_dir(args.out, "--out")
     rows = status_rows(Path(args.logdir))
@@ -78,7 +78,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if any(Path(args.logdir).glob("*/seed-*/tests.jsonl")):  # exported records, e.g. results/cpu
             hint = (f"; {args.logdir} holds run records (TASK/seed-N), which "
                     f"`planetrl results table --dir {args.logdir}` turns into its README.md")
-        print(f"planetrl report: error: no runs under {args.logdir}{hint}", file=sys.stderr)
+        print(f"planetrl report: error: {no_runs_found(args.logdir)}{hint}", file=sys.stderr)
         return 1
     written = write_report(rows, out)
     print((out / "report.md").read_text())

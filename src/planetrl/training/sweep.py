@@ -180,6 +180,15 @@ def status_rows(logdir: Path, stale_seconds: float = 600.0) -> list[dict[str, An
     return rows
 
 
+def no_runs_found(logdir: Path) -> str:
+    """Why `status_rows` came back empty: no run directories at all, or only ones it had to skip."""
+    skipped = len(list(experiment_dirs(Path(logdir))))
+    if not skipped:
+        return f"no runs under {logdir}"
+    return (f"no readable runs under {logdir}: {skipped} run "
+            f"{'directory' if skipped == 1 else 'directories'} could not be read (the warnings above say why)")
+
+
 def sweep_units(tasks: list[str], seeds: int) -> list[Unit]:
     return [Unit(task, index, seeds) for task in tasks for index in range(seeds)]
 
