@@ -157,3 +157,10 @@ def test_config_refuses_a_task_that_does_not_exist(capsys):
     assert main(["config", "--preset", "cpu", "--set", "env.task=cup_catch"]) == 2
     assert "unknown task 'cup_catch'. Did you mean: cup-catch?" in capsys.readouterr().err
     assert main(["config", "--preset", "cpu", "--set", "env.task=dmc:ball_in_cup-catch"]) == 0
+
+
+def test_a_mistyped_ppo_config_is_refused_with_the_close_names_before_any_run(tmp_path, capsys):
+    assert main(["ppo", "train", "--config", "pendulumm", "--logdir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown PPO config 'pendulumm'. Did you mean: pendulum, pendulum-variant? Allowed: ant," in err
+    assert not (tmp_path / "out").exists()

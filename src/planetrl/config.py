@@ -7,7 +7,6 @@ bad value fails with a message naming the key, the value and what is allowed.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import yaml
 
 from planetrl.atomic import write_atomic
-from planetrl.config_values import ConfigError, check_range, coerce, option
+from planetrl.config_values import ConfigError, check_range, coerce, did_you_mean, option
 from planetrl.presets import PAPER, PPO_CONFIGS, PRESETS
 
 __all__ = ["PAPER", "PPO_CONFIGS", "PRESETS", "AnyConfig", "Config", "ConfigError", "PPORunConfig", "build", "load",
@@ -280,8 +279,7 @@ def _section_fields(cfg: Any) -> dict[str, dataclasses.Field]:
 
 
 def _unknown_key(key: str, valid: list[str]) -> ConfigError:
-    close = difflib.get_close_matches(key, valid, n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else f" Valid keys: {', '.join(sorted(valid))}."
+    hint = did_you_mean(key, valid) or f" Valid keys: {', '.join(sorted(valid))}."
     return ConfigError(f"Unknown config key '{key}'.{hint}")
 
 

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import difflib
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import field
 from typing import Any
 
 
 class ConfigError(ValueError):
     """A configuration key or value that is not allowed."""
+
+
+def did_you_mean(name: str, known: Iterable[str], cutoff: float = 0.5) -> str:
+    """' Did you mean: a, b?' with up to three known names close to a mistyped `name`; '' when none is."""
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=cutoff)
+    return f" Did you mean: {', '.join(close)}?" if close else ""
 
 
 def option(

@@ -19,14 +19,16 @@ from planetrl.cli.common import (
     output_file,
     overrides_parent,
 )
+from planetrl.config_values import did_you_mean
 
 
 def cmd_ppo_train(args: argparse.Namespace) -> int:
     from planetrl.training.ppo import PPORun
 
     if args.config not in config_lib.PPO_CONFIGS:
-        raise config_lib.ConfigError(f"unknown PPO config '{args.config}'; allowed: "
-                                     f"{', '.join(sorted(config_lib.PPO_CONFIGS))}")
+        hint = did_you_mean(args.config, config_lib.PPO_CONFIGS)
+        raise config_lib.ConfigError(f"unknown PPO config '{args.config}'.{hint} "
+                                     f"Allowed: {', '.join(sorted(config_lib.PPO_CONFIGS))}")
     from planetrl.training.runner import run_experiment
 
     cfg, explicit = config_from(config_lib.PPO_CONFIGS[args.config], args.overrides,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from planetrl.config_values import did_you_mean
 
 
 def ensure_headless_gl() -> None:
@@ -26,8 +27,7 @@ def check_dmc_task(domain: str, task: str) -> None:
     absl_logging.set_verbosity(absl_logging.ERROR)  # dm_control's INFO and deprecation lines are noise here
     if (domain, task) not in suite.ALL_TASKS:
         names = [f"{d}-{t}" for d, t in suite.ALL_TASKS]
-        close = difflib.get_close_matches(f"{domain}-{task}", names, n=3, cutoff=0.6)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        hint = did_you_mean(f"{domain}-{task}", names, cutoff=0.6)
         raise ValueError(f"unknown DMC task '{domain}-{task}'.{hint} Known: {', '.join(names)}")
 
 

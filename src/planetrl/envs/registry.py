@@ -16,12 +16,12 @@ child processes, so it has to be picklable).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import importlib.util
 from collections.abc import Callable
 from typing import Any
 
+from planetrl.config_values import did_you_mean
 from planetrl.envs.mock import MockEnv
 
 # The paper's tasks: name -> (DMC domain, DMC task, action repeat). Every DMC episode is 1000 env steps.
@@ -238,10 +238,8 @@ def resolve(name: str) -> TaskSpec:
         return TaskSpec(name, functools.partial(make_carla, town), action_repeat=1, episode_steps=1000,
                         image_size=128, family="carla", description=f"CARLA {town}, RGB camera, synchronous",
                         requires=("carla",), extra="carla")
-    close = difflib.get_close_matches(name, list(_REGISTRY), n=3, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
     raise ValueError(
-        f"unknown task '{name}'.{hint} Registered: {', '.join(task_names())}; "
+        f"unknown task '{name}'.{did_you_mean(name, _REGISTRY)} Registered: {', '.join(task_names())}; "
         "also any Gymnasium id as gym:ID, any DMC task as dmc:domain-task, and carla:TOWN; tasks of your own "
         "module load with --import MODULE."
     )
