@@ -106,6 +106,9 @@ def test_a_file_where_an_output_directory_goes_is_one_line_before_any_work(tmp_p
     (["ppo", "eval", "--run", "RUN"], "--episodes", "0"),
     (["ppo", "visualize", "--run", "RUN", "--out", "OUT"], "--episodes", "0"),
     (["sweep", "--tasks", "mock", "--logdir", "OUT"], "--parallel", "0"),
+    (["sweep", "--tasks", "mock", "--logdir", "OUT", "--backend", "ray"], "--cpus-per-run", "-1"),
+    (["sweep", "--tasks", "mock", "--logdir", "OUT", "--backend", "ray"], "--gpus-per-run", "-0.5"),
+    (["status", "--logdir", "OUT"], "--stale-seconds", "-1"),  # every running run would read as stale
 ])
 def test_a_count_below_its_least_is_refused_before_any_work(tmp_path, capsys, command, flag, bad):
     """0 frames a second was a ZeroDivisionError after the episodes were written; 0 episodes a remark about

@@ -176,8 +176,10 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
                        help="local processes, or Ray tasks (needs the ray extra)")
     sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
     sweep.add_argument("--parallel", type=at_least(1), default=1, help="local backend: runs at a time (default 1)")
-    sweep.add_argument("--cpus-per-run", type=float, default=1.0, help="Ray backend: CPUs each run needs")
-    sweep.add_argument("--gpus-per-run", type=float, default=0.0, help="Ray backend: GPUs each run needs")
+    sweep.add_argument("--cpus-per-run", type=at_least(0.0, float), default=1.0,
+                       help="Ray backend: CPUs each run needs")
+    sweep.add_argument("--gpus-per-run", type=at_least(0.0, float), default=0.0,
+                       help="Ray backend: GPUs each run needs")
     sweep.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device for every run")
     add_config_options(sweep)
     sweep.set_defaults(func=cmd_sweep)
@@ -186,7 +188,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
                                  description="Task, seed, state (running/done/failed/stale), episodes, updates, "
                                              "latest test return and wall-clock of every run; safe while runs go on.")
     status.add_argument("--logdir", required=True, help="experiment, sweep or run directory")
-    status.add_argument("--stale-seconds", type=float, default=600.0,
+    status.add_argument("--stale-seconds", type=at_least(0.01, float), default=600.0,
                         help="a heartbeat older than this marks a run stale (default 600)")
     status.set_defaults(func=cmd_status)
 
