@@ -58,9 +58,11 @@ class MetricsLogger:
         self._logged_through = -1
         if keep_all:
             keep_through = None
-            self._logged_through = max((int(r.get("step", 0)) for r in read_json_lines(self.path)), default=-1)
+            self._logged_through = max((s for s in map(record_step, read_json_lines(self.path)) if s is not None),
+                                       default=-1)
         if keep_through is not None and self.path.exists():
-            kept = [r for r in read_json_lines(self.path) if r.get("step", 0) <= keep_through]
+            kept = [r for r in read_json_lines(self.path)
+                    if (step := record_step(r)) is not None and step <= keep_through]
             write_atomic(self.path, "".join(json.dumps(r) + "\n" for r in kept))
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
@@ -139,6 +141,12 @@ def append_json_line(path: str | Path, record: Mapping[str, Any]) -> None:
             if torn:
                 handle.write(b"\n")
         handle.write((json.dumps(dict(record)) + "\n").encode())
+
+
+def record_step(record: Mapping[str, Any]) -> int | None:
+    """A metrics record's step (0 where it has none), or None where a damaged line holds no whole number."""
+    step = record.get("step", 0)
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
 def read_json_lines(path: str | Path) -> list[dict[str, Any]]:

@@ -406,21 +406,21 @@ def test_hand_damaged_bookkeeping_files_are_named_and_worked_around(tmp_path, ca
     with open(run / "tests.jsonl", "ab") as handle:  # bytes that are not UTF-8 stopped every reader once
         handle.write(b'{"updates": "abc", "returns": "x"}\n{"updates": 3, "returns": [NaN]}\n\xff\xfe{"upd\n')
     with open(run / "metrics.jsonl", "ab") as handle:
-        handle.write(b"\x00\xff damaged\n[1, 2]\n")
+        handle.write(b'\x00\xff damaged\n[1, 2]\n{"step": "x", "time": "y", "train/loss": 1.0}\n')
     (run / "run_info.json").write_text("[1, 2")
     (run / "seed_episodes.json").write_bytes(b"\xff\xfe")
     metric_lines = (run / "metrics.jsonl").read_bytes().splitlines()
     with caplog.at_level(logging.WARNING, logger="planetrl"):
         [row] = status_rows(tmp_path)
         assert read_tests(run) == tests
-        assert read_metrics(run) == [json.loads(line) for line in metric_lines[:-2]]
+        assert read_metrics(run) == [json.loads(line) for line in metric_lines[:-3] + metric_lines[-1:]]
     assert row["updates"] == 8 and row["test_return"] == pytest.approx(sum(tests[-1]["returns"]) / 2)
     assert f"tests.jsonl: record {len(tests) + 1} is not a test phase" in caplog.text
     assert f"tests.jsonl: record {len(tests) + 2} is not" in caplog.text
     assert f"tests.jsonl: line {len(tests) + 3} is not a JSON object" in caplog.text
     metric_lines = len(metric_lines)
+    assert f"metrics.jsonl: line {metric_lines - 2} is not a JSON object" in caplog.text
     assert f"metrics.jsonl: line {metric_lines - 1} is not a JSON object" in caplog.text
-    assert f"metrics.jsonl: line {metric_lines} is not a JSON object" in caplog.text
     assert "run_info.json cannot be read" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="planetrl"):
@@ -437,6 +437,7 @@ def test_hand_damaged_bookkeeping_files_are_named_and_worked_around(tmp_path, ca
     assert json.loads((run / "seed_episodes.json").read_text()) == {"train": 2}
     assert [t["updates"] for t in read_tests(run)] == [8, 12]
     assert len(list((run / "train_episodes").glob("*.npz"))) == 6
+    assert all(isinstance(r["step"], int) for r in read_metrics(run))  # the resume left the damaged record out
 
 
 def test_verbose_works_anywhere_on_the_command_line(tmp_path):
