@@ -143,6 +143,11 @@ def append_json_line(path: str | Path, record: Mapping[str, Any]) -> None:
         handle.write((json.dumps(dict(record)) + "\n").encode())
 
 
+def finite_number(value: Any) -> bool:
+    """A real, finite number as JSON gives it (an int or a float, not a bool, NaN or inf)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def record_step(record: Mapping[str, Any]) -> int | None:
     """A metrics record's step (0 where it has none), or None where a damaged line holds no whole number."""
     step = record.get("step", 0)

@@ -26,7 +26,7 @@ import numpy as np
 from planetrl import config as configs
 from planetrl.atomic import write_atomic
 from planetrl.data.episodes import list_episodes, read_episode
-from planetrl.metrics import read_json_lines
+from planetrl.metrics import finite_number, read_json_lines
 from planetrl.training.runfiles import SEED_MARKER, read_json_file, read_run_config, read_seeded, read_tests
 
 RECORD_FILES = ("config.yaml", "run_info.json", "metrics.jsonl", "tests.jsonl")
@@ -137,7 +137,7 @@ def read_rates(path: Path) -> dict[str, dict[str, Any]]:
     if not isinstance(rates, dict):
         raise ValueError(f"{path} must map each task to {{{', '.join(RATE_KEYS)}}}, got {type(rates).__name__}")
     for task, rate in rates.items():
-        if not isinstance(rate, dict) or not all(_finite_number(rate.get(key)) and rate[key] >= 0
+        if not isinstance(rate, dict) or not all(finite_number(rate.get(key)) and rate[key] >= 0
                                                  for key in RATE_KEYS):
             raise ValueError(f"{path}: {task!r} must hold {', '.join(RATE_KEYS)} as seconds (numbers of at "
                              f"least 0), got {rate!r}")
@@ -219,7 +219,7 @@ def load_random_policy(directory: Path) -> dict[str, dict[str, Any]]:
                              f"benchmarks/random_policy.py") from None
         returns = row.get("returns") if isinstance(row, dict) else None
         if (not isinstance(row, dict) or not isinstance(row.get("task"), str) or not isinstance(returns, list)
-                or len(returns) < 2 or not all(_finite_number(r) for r in returns)):
+                or len(returns) < 2 or not all(finite_number(r) for r in returns)):
             raise ValueError(f"{path}, line {number}: must hold a task and the finite returns of at least 2 "
                              f"episodes, as benchmarks/random_policy.py writes them")
         if row["task"] in measured:
@@ -227,10 +227,6 @@ def load_random_policy(directory: Path) -> dict[str, dict[str, Any]]:
         measured[row["task"]] = {"task": row["task"], "episodes": len(returns), "mean": float(np.mean(returns)),
                                  "sem": float(np.std(returns, ddof=1) / np.sqrt(len(returns)))}
     return measured
-
-
-def _finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and bool(np.isfinite(value))
 
 
 def _with_random_policy(records: list[dict[str, Any]], directory: Path) -> list[dict[str, Any]]:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from planetrl.metrics import read_json_lines
+from planetrl.metrics import finite_number, read_json_lines
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +29,7 @@ def _valid_test(record: Any) -> bool:
         return False
     updates = record.get("updates")
     return isinstance(updates, int) and not isinstance(updates, bool) and updates >= 0 and all(
-        isinstance(r, int | float) and not isinstance(r, bool) and math.isfinite(r) for r in record["returns"])
+        finite_number(r) for r in record["returns"])
 
 
 def read_tests(run_dir: Path) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from concurrent.futures import ALL_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-from planetrl.metrics import read_json_lines, record_step
+from planetrl.metrics import finite_number, read_json_lines, record_step
 from planetrl.training.experiment import run_state
 from planetrl.training.runfiles import read_json_file, read_run_config, read_tests, require_directory
 
@@ -130,10 +130,6 @@ def experiment_dirs(logdir: Path) -> list[Path]:
     return sorted(p.parent for p in logdir.glob("**/run-*/config.yaml"))
 
 
-def _is_time(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
     """Task, seed, state, episodes, updates, latest test return and wall-clock of one run."""
     config = read_run_config(run_dir / "config.yaml")
@@ -143,8 +139,8 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
     episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
     updates = max((step for r in metrics if any(k.startswith("train/") for k in r)
                    and (step := record_step(r)) is not None), default=0)
-    start = next((c["time"] for c in claims[:1] if _is_time(c.get("time"))), None)
-    end = max((r["time"] for r in metrics if _is_time(r.get("time"))), default=start)
+    start = next((c["time"] for c in claims[:1] if finite_number(c.get("time"))), None)
+    end = max((r["time"] for r in metrics if finite_number(r.get("time"))), default=start)
     if (run_dir / "DONE").exists():
         end = read_json_file(run_dir / "DONE").get("time", end)
     elif start is not None and run_state(run_dir, stale_seconds) == "running":
