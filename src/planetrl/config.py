@@ -210,6 +210,9 @@ class PPOConfig:
     advantage: str = option("return", "return: discounted Monte-Carlo return minus value, no bootstrap "
                                       "(batch-ppo); gae: GAE(gae_lambda) with bootstrap at time limits.",
                             choices=("return", "gae"))
+    value_target: str = option("chunk", "With ppo.advantage=return, the value loss's target: the discounted return "
+                                        "to the end of each update sequence, a chunk or a whole episode "
+                                        "(batch-ppo); episode: to the episode's end.", choices=("chunk", "episode"))
     gae_lambda: float = option(0.95, "GAE lambda (with ppo.advantage=gae).", low=0.0, high=1.0)
     objective: str = option("kl_penalty", "Adaptive KL penalty, or the clipped objective.",
                             choices=("kl_penalty", "clip"))

@@ -16,6 +16,7 @@ from planetrl.agents.ppo import (
     PPOSettings,
     StreamingNormalizer,
     adapt_penalty,
+    chunk_returns,
     discounted_return,
     gae,
 )
@@ -63,6 +64,31 @@ def test_advantage_is_the_discounted_return_minus_value_without_bootstrap():
         np.testing.assert_allclose(target.numpy(), expected, rtol=1e-5)
         values = agent.net.value(observation)[:, 0].detach().numpy()
         np.testing.assert_allclose(advantage.numpy(), expected - values, rtol=1e-4, atol=1e-5)
+
+
+def test_value_target_of_a_chunk_is_its_own_discounted_return_as_batch_ppo_recomputes_it():
+    # batch-ppo's _value_loss takes discounted_return of the chunk's rewards: the return stops at the chunk's end.
+    rewards = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    np.testing.assert_allclose(chunk_returns(rewards, 0.5, 2), [1 + 0.5 * 2, 2.0, 3 + 0.5 * 4, 4.0, 5.0])
+    np.testing.assert_allclose(chunk_returns(rewards, 0.5, 0), discounted_return(rewards, 0.5))
+    env = _state_env(count=2, steps=5)
+    targets = {}
+    for value_target in ("chunk", "episode"):
+        agent = PPOAgent(2, env.action_space, 2, PPOSettings(discount=0.9, chunk_length=2, value_target=value_target,
+                                                             **SMALL))
+        Driver(env, agent).run(2)
+        obs = [agent.obs_norm(torch.stack([x["obs"] for x in e])) for e in agent.episodes]
+        rewards = [torch.tensor([x["reward"] for x in e], dtype=torch.float64) for e in agent.episodes]
+        advantages, targets[value_target] = agent._targets(agent.episodes, rewards, obs)
+        for reward, observation, advantage in zip(rewards, obs, advantages, strict=True):
+            values = agent.net.value(observation)[:, 0].detach().numpy()  # the advantage is the episode's either way
+            np.testing.assert_allclose(advantage.numpy(), discounted_return(reward.numpy(), 0.9) - values,
+                                       rtol=1e-4, atol=1e-5)
+    for reward, chunked, whole in zip(rewards, targets["chunk"], targets["episode"], strict=True):
+        np.testing.assert_allclose(chunked.numpy(), chunk_returns(reward.numpy(), 0.9, 2), rtol=1e-5)
+        np.testing.assert_allclose(whole.numpy(), discounted_return(reward.numpy(), 0.9), rtol=1e-5)
+    with pytest.raises(ValueError, match="value_target 'chunks' is not one of chunk, episode"):
+        PPOSettings(value_target="chunks")
 
 
 def test_gae_option_matches_a_hand_computation():
@@ -152,6 +178,14 @@ def test_chunks_and_minibatches_give_batch_ppos_number_of_steps(monkeypatch):
     agent.update()
     chunks = 3 * 3  # 10 steps -> chunks of 4, 4, 2
     assert len(steps) == 4 * chunks // 2
+    # Without a batch size, batch-ppo batches as many chunks as episodes: epochs x chunks // episodes steps.
+    agent = PPOAgent(2, env.action_space, 3, PPOSettings(epochs=4, chunk_length=4, **SMALL))
+    Driver(env, agent).run(3)
+    steps.clear()
+    original = agent.optimizer.step
+    monkeypatch.setattr(agent.optimizer, "step", lambda: (steps.append(1), original()))
+    agent.update()
+    assert len(steps) == 4 * chunks // 3
 
 
 def test_update_adapts_the_penalty_from_the_measured_kl():
@@ -227,8 +261,11 @@ def test_ppo_train_help_names_each_configs_task(capsys):
 def test_ppo_learns_a_task_whose_best_action_is_in_the_state():
     # MockEnv's state holds the target; reward -|a - target|. Random actions score about -14 over 20 steps.
     env = BatchEnv([DropImage(MockEnv(durations=(20,), action_size=1)) for _ in range(8)])
+    # Value targets to the episode's end: with batch-ppo's chunk targets (a baseline that learns 5-step returns)
+    # this task learns more slowly, -4.7 to -10.8 after 40 updates on seeds 0-2 where these reach -3.7 to -5.4.
     agent = PPOAgent(2, env.action_space, 8, PPOSettings(chunk_length=5, batch_size=8, lr=1e-3, epochs=10,
-                                                         policy_layers=(32,), value_layers=(32,)))
+                                                         value_target="episode", policy_layers=(32,),
+                                                         value_layers=(32,)))
     returns = []
     for update in range(30):
         Driver(env, agent, seed=update).run(8)

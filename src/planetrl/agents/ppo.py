@@ -4,17 +4,22 @@ batch-ppo's form, the default:
 - policy and value MLPs with ReLU; the policy mean squashed with tanh; a state-independent std
   `softplus(p)` starting at `init_std`; Glorot-uniform hidden layers, and a mean layer 10x smaller;
 - advantages: the discounted Monte-Carlo return of the normalized rewards minus the value, with no
-  bootstrap at the end of an episode; the value target is that return;
+  bootstrap at the end of an episode, normalized by their mean and std over the episodes' steps (batch-ppo's
+  moments also take in the padding of its fixed-size memory, which holds stale steps; here it is left out);
+- the value target is the discounted return within each update sequence: to the episode's end for whole
+  episodes, to the chunk's end for chunks, as batch-ppo's value loss recomputes it from the chunk's rewards
+  (`value_target="episode"` takes the return to the episode's end for chunks too);
 - the update runs over sequences (whole episodes, or chunks of `chunk_length` steps) in minibatches
-  of `batch_size` sequences; each sequence's policy loss is its mean surrogate plus
-  `penalty * KL` plus the cutoff `coef * (KL - factor * target)^2` where its KL exceeds the cutoff,
-  then the mean over sequences (per-sequence means divide by the padded length, as batch-ppo does);
+  of `batch_size` sequences (without one, as many sequences as episodes); each sequence's policy loss
+  is its mean surrogate plus `penalty * KL` plus the cutoff `coef * (KL - factor * target)^2` where its
+  KL exceeds the cutoff, then the mean over sequences (per-sequence means divide by the padded length,
+  as batch-ppo does);
 - the penalty grows 1.5x when the update's KL exceeds 1.3 x target and shrinks 1.5x below 0.7 x target;
 - streaming normalizers (unbiased variance, std sqrt(var + 1e-4), then + 1e-8) updated at every step;
 - the behaviour policy's mean and std (or logits) are stored at acting time.
 
-Options: `advantage="gae"` (GAE(lambda) with bootstrap at time-limit ends), `activation="tanh"`,
-`squash_mean=False`, and `objective="clip"`.
+Options: `advantage="gae"` (GAE(lambda) with bootstrap at time-limit ends; its value target is the
+lambda-return), `value_target="episode"`, `activation="tanh"`, `squash_mean=False`, and `objective="clip"`.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from planetrl.agents.normalize import StreamingNormalizer
 from planetrl.envs.spaces import action_size
 from planetrl.models.rssm import glorot_uniform
 
-__all__ = ["PPOAgent", "PPOSettings", "StreamingNormalizer", "adapt_penalty", "discounted_return", "gae"]
+__all__ = ["PPOAgent", "PPOSettings", "StreamingNormalizer", "adapt_penalty", "chunk_returns", "discounted_return",
+           "gae"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +50,7 @@ class PPOSettings:
 
     discount: float = 0.995
     advantage: str = "return"  # "return": Monte-Carlo return minus value (batch-ppo); or "gae"
+    value_target: str = "chunk"  # with advantage="return": the return to the sequence's end (batch-ppo), or "episode"
     gae_lambda: float = 0.95  # only with advantage="gae"
     lr: float = 1e-4
     epochs: int = 25
@@ -65,8 +72,8 @@ class PPOSettings:
     normalize_rewards: bool = True
 
     def __post_init__(self) -> None:
-        for name, allowed in (("advantage", ("return", "gae")), ("objective", ("kl_penalty", "clip")),
-                              ("activation", ("relu", "tanh"))):
+        for name, allowed in (("advantage", ("return", "gae")), ("value_target", ("chunk", "episode")),
+                              ("objective", ("kl_penalty", "clip")), ("activation", ("relu", "tanh"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"PPO {name} {getattr(self, name)!r} is not one of {', '.join(allowed)}")
 
@@ -132,6 +139,14 @@ def discounted_return(rewards: np.ndarray, discount: float) -> np.ndarray:
         running = rewards[t] + discount * running
         returns[t] = running
     return returns
+
+
+def chunk_returns(rewards: np.ndarray, discount: float, chunk: int) -> np.ndarray:
+    """The discounted return within each chunk of `chunk` steps (the last one shorter); the episode's for 0."""
+    if not chunk:
+        return discounted_return(rewards, discount)
+    return np.concatenate([discounted_return(rewards[start:start + chunk], discount)
+                           for start in range(0, len(rewards), chunk)])
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, terminals: np.ndarray,
@@ -258,8 +273,8 @@ class PPOAgent:
                 values = self.net.value(observation)[:, 0].double().cpu().numpy()
                 reward = reward.double().cpu().numpy()
                 if s.advantage == "return":
-                    target = discounted_return(reward, s.discount)
-                    advantage = target - values
+                    advantage = discounted_return(reward, s.discount) - values
+                    target = chunk_returns(reward, s.discount, s.chunk_length if s.value_target == "chunk" else 0)
                 else:
                     following = self.obs_norm(torch.stack([x["next_obs"] for x in episode]))
                     next_values = self.net.value(following)[:, 0].double().cpu().numpy()
@@ -295,7 +310,7 @@ class PPOAgent:
                  "mask": sequences([torch.ones(len(e), device=self.device) for e in episodes]).bool()}
         batch.update({f"old_{k}": sequences(old, k) for k in old[0]})
         count = len(batch["obs"])
-        size = s.batch_size or count
+        size = s.batch_size or len(episodes)
         stream = torch.cat([torch.randperm(count, generator=self.generator, device=self.device)
                             for _ in range(s.epochs)])
         for step in range(max(s.epochs * count // size, 1)):
