@@ -188,6 +188,35 @@ def test_chunks_and_minibatches_give_batch_ppos_number_of_steps(monkeypatch):
     assert len(steps) == 4 * chunks // 3
 
 
+def _record_kl(monkeypatch, agent):
+    """The per-(sequence, step) KL tensors the agent computes, in order."""
+    seen, original = [], agent._kl
+    monkeypatch.setattr(agent, "_kl", lambda batch: (seen.append(original(batch)), seen[-1])[1])
+    return seen
+
+
+def test_whole_episodes_are_padded_to_the_episode_limit_as_batch_ppos_memory(monkeypatch):
+    # batch-ppo's memory holds max_length steps per episode: per-sequence means and the update's KL divide by it.
+    env = _state_env(count=3, steps=8)
+    agent = PPOAgent(2, env.action_space, 3, PPOSettings(epochs=2, lr=1e-2, **SMALL), max_length=20)
+    Driver(env, agent).run(3)
+    lengths, losses = [], agent._losses
+    monkeypatch.setattr(agent, "_losses", lambda batch: (lengths.append(batch["obs"].shape[1]), losses(batch))[1])
+    kls = _record_kl(monkeypatch, agent)
+    metrics = agent.update()
+    assert lengths == [20, 20]
+    assert kls[-1].shape == (3, 20) and kls[-1][:, 8:].abs().max() == 0  # padding adds nothing ...
+    assert metrics["kl"] > 0
+    assert metrics["kl"] == pytest.approx(kls[-1][:, :8].mean().item() * 8 / 20)  # ... but counts in the mean
+    chunked = PPOAgent(2, env.action_space, 3, PPOSettings(epochs=2, lr=1e-2, chunk_length=3, **SMALL),
+                       max_length=20)
+    Driver(env, chunked).run(3)
+    kls = _record_kl(monkeypatch, chunked)
+    metrics = chunked.update()
+    assert kls[-1].shape == (9, 3)  # chunks of 3, 3, 2 steps; the KL still averages over 3 episodes x 20 steps
+    assert metrics["kl"] == pytest.approx(kls[-1].sum().item() / (3 * 20))
+
+
 def test_update_adapts_the_penalty_from_the_measured_kl():
     env = _state_env(count=3, steps=8)
     tiny = PPOSettings(epochs=1, lr=1e-7, **SMALL)

@@ -13,7 +13,7 @@ batch-ppo's form, the default:
   of `batch_size` sequences (without one, as many sequences as episodes); each sequence's policy loss
   is its mean surrogate plus `penalty * KL` plus the cutoff `coef * (KL - factor * target)^2` where its
   KL exceeds the cutoff, then the mean over sequences (per-sequence means divide by the padded length,
-  as batch-ppo does);
+  as batch-ppo does: the chunk length, or for whole episodes the episode limit);
 - the penalty grows 1.5x when the update's KL exceeds 1.3 x target and shrinks 1.5x below 0.7 x target;
 - streaming normalizers (unbiased variance, std sqrt(var + 1e-4), then + 1e-8) updated at every step;
 - the behaviour policy's mean and std (or logits) are stored at acting time.
@@ -192,12 +192,16 @@ class PPOAgent:
     """Acts for a batch of envs (Agent protocol), buffers per-env trajectories, and learns in `update()`.
 
     Only exploring steps are buffered, so evaluation (`explore=False`) leaves the buffer alone.
+    `max_length` is the episode limit: batch-ppo's memory holds episodes of that many steps, so whole-episode
+    sequences are padded to it for their per-sequence means, and the update's KL is averaged over it; 0 pads to
+    the longest episode of each batch.
     """
 
     def __init__(self, obs_size: int, action_space: gym.Space, num_envs: int, settings: PPOSettings,
-                 seed: int = 0, device: str | torch.device = "cpu") -> None:
+                 seed: int = 0, device: str | torch.device = "cpu", max_length: int = 0) -> None:
         torch.manual_seed(seed)
         self.settings = settings
+        self.max_length = max_length
         self.device = torch.device(device)
         self.net = ActorCritic(obs_size, action_space, settings).to(self.device)
         self.obs_norm = StreamingNormalizer(obs_size, clip=settings.obs_clip).to(self.device)
@@ -301,9 +305,11 @@ class PPOAgent:
         flat = torch.cat(advantages)
         advantages = [(a - flat.mean()) / (flat.std(unbiased=False) + 1e-8) for a in advantages]
 
+        length = max(self.max_length, *(len(e) for e in episodes))
+
         def sequences(per_episode: list[Any], key: str | None = None) -> torch.Tensor:
             parts = [p for e in per_episode for p in split(e if key is None else e[key], s.chunk_length)]
-            return pad(parts, s.chunk_length or max(len(e) for e in episodes))
+            return pad(parts, s.chunk_length or length)
 
         batch = {"obs": sequences(obs), "action": sequences(actions), "advantage": sequences(advantages),
                  "target": sequences(targets),
@@ -320,7 +326,8 @@ class PPOAgent:
             (policy_loss + value_loss).backward()
             self.optimizer.step()
         with torch.no_grad():
-            kl_change = self._kl(batch).mean().item()  # mean over every (sequence, padded step), as batch-ppo
+            # batch-ppo's mean over its memory: every episode padded to the episode limit, chunked or not.
+            kl_change = self._kl(batch).sum().item() / (len(episodes) * length)
         if s.objective != "clip":
             self.penalty = adapt_penalty(self.penalty, kl_change, s.kl_target)
         returns = [sum(x["reward"] for x in episode) for episode in episodes]

@@ -14,7 +14,7 @@ import torch
 from planetrl import config as config_lib
 from planetrl.agents.ppo import PPOAgent, PPOSettings
 from planetrl.envs.batch import BatchEnv
-from planetrl.envs.make import action_repeat, make_batch_env
+from planetrl.envs.make import action_repeat, decisions_per_episode, make_batch_env
 from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger
 from planetrl.seeds import derive
@@ -37,7 +37,7 @@ def build_agent(cfg: config_lib.PPORunConfig, env: BatchEnv) -> PPOAgent:
         raise ValueError(f"PPO learns from state, but task '{cfg.env.task}' offers only images")
     obs_size = int(np.prod(env.observation_space["state"].shape))
     return PPOAgent(obs_size, env.action_space, len(env), ppo_settings(cfg), seed=cfg.run.seed,
-                    device=resolve_device(cfg.run.device))
+                    device=resolve_device(cfg.run.device), max_length=decisions_per_episode(cfg.env))
 
 
 class PPORun:
