@@ -119,7 +119,7 @@ def test_kl_cutoff_applies_to_each_sequence_before_the_mean():
     batch = {"obs": obs, "action": torch.zeros(2, 1, 1), "advantage": torch.zeros(2, 1),
              "target": torch.zeros(2, 1), "mask": torch.ones(2, 1, dtype=torch.bool),
              "old_mean": torch.tensor([[[mean0]], [[0.0]]]), "old_std": torch.full((2, 1, 1), std)}
-    policy_loss, _ = agent._losses(batch)
+    policy_loss, _ = agent._losses(batch, 1)
     cutoff = 2 * 0.01
     per_sequence = [1000 * (kl0 - cutoff) ** 2, 0.0]
     assert policy_loss.item() == pytest.approx(np.mean(per_sequence), rel=1e-4)
@@ -200,17 +200,26 @@ def test_whole_episodes_are_padded_to_the_episode_limit_as_batch_ppos_memory(mon
     env = _state_env(count=3, steps=8)
     agent = PPOAgent(2, env.action_space, 3, PPOSettings(epochs=2, lr=1e-2, **SMALL), max_length=20)
     Driver(env, agent).run(3)
-    lengths, losses = [], agent._losses
-    monkeypatch.setattr(agent, "_losses", lambda batch: (lengths.append(batch["obs"].shape[1]), losses(batch))[1])
+    batch, span, length = agent._batch(agent.episodes)
+    assert (span, length) == (20, 20) and batch["obs"].shape[1] == 8  # the padding is not computed on ...
+    with torch.no_grad():  # the behaviour is today's policy (no KL) and every advantage 1: losses linear in the span
+        batch.update({f"old_{k}": v for k, v in agent.net.params(batch["obs"]).items()})
+        batch["advantage"] = torch.ones_like(batch["advantage"])
+    padded = {key: torch.cat([value, value.new_zeros((3, 12, *value.shape[2:]))], 1) for key, value in batch.items()}
+    # ... and would change nothing: the losses of the 20-step padded batch are the same, and 8/20 of the means
+    # over the 8 real steps.
+    for loss, on_padded, over_real in zip(agent._losses(batch, 20), agent._losses(padded, 20),
+                                          agent._losses(batch, 8), strict=True):
+        assert loss.item() == pytest.approx(on_padded.item(), rel=1e-5)
+        assert loss.item() == pytest.approx(over_real.item() * 8 / 20, rel=1e-5) and loss.item() != 0
     kls = _record_kl(monkeypatch, agent)
     metrics = agent.update()
-    assert lengths == [20, 20]
-    assert kls[-1].shape == (3, 20) and kls[-1][:, 8:].abs().max() == 0  # padding adds nothing ...
-    assert metrics["kl"] > 0
-    assert metrics["kl"] == pytest.approx(kls[-1][:, :8].mean().item() * 8 / 20)  # ... but counts in the mean
+    assert kls[-1].shape == (3, 8) and metrics["kl"] > 0
+    assert metrics["kl"] == pytest.approx(kls[-1].mean().item() * 8 / 20)  # the padding counts in the mean
     chunked = PPOAgent(2, env.action_space, 3, PPOSettings(epochs=2, lr=1e-2, chunk_length=3, **SMALL),
                        max_length=20)
     Driver(env, chunked).run(3)
+    assert chunked._batch(chunked.episodes)[1:] == (3, 20)  # chunks' means divide by the chunk length
     kls = _record_kl(monkeypatch, chunked)
     metrics = chunked.update()
     assert kls[-1].shape == (9, 3)  # chunks of 3, 3, 2 steps; the KL still averages over 3 episodes x 20 steps

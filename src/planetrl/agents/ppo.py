@@ -294,34 +294,14 @@ class PPOAgent:
             raise RuntimeError("PPO update with no finished episode in the buffer")
         s = self.settings
         episodes, self.episodes = self.episodes, []
-        obs = [self.obs_norm(torch.stack([x["obs"] for x in e])) for e in episodes]
-        actions = [torch.stack([x["action"] for x in e]) for e in episodes]
-        old = [{k: torch.stack([x["params"][k] for x in e]) for k in e[0]["params"]} for e in episodes]
-        rewards = [torch.tensor([x["reward"] for x in e], dtype=torch.float64, device=self.device)
-                   for e in episodes]
-        if s.normalize_rewards:
-            rewards = [self.reward_norm(r[:, None])[:, 0] for r in rewards]
-        advantages, targets = self._targets(episodes, rewards, obs)
-        flat = torch.cat(advantages)
-        advantages = [(a - flat.mean()) / (flat.std(unbiased=False) + 1e-8) for a in advantages]
-
-        length = max(self.max_length, *(len(e) for e in episodes))
-
-        def sequences(per_episode: list[Any], key: str | None = None) -> torch.Tensor:
-            parts = [p for e in per_episode for p in split(e if key is None else e[key], s.chunk_length)]
-            return pad(parts, s.chunk_length or length)
-
-        batch = {"obs": sequences(obs), "action": sequences(actions), "advantage": sequences(advantages),
-                 "target": sequences(targets),
-                 "mask": sequences([torch.ones(len(e), device=self.device) for e in episodes]).bool()}
-        batch.update({f"old_{k}": sequences(old, k) for k in old[0]})
+        batch, span, length = self._batch(episodes)
         count = len(batch["obs"])
         size = s.batch_size or len(episodes)
         stream = torch.cat([torch.randperm(count, generator=self.generator, device=self.device)
                             for _ in range(s.epochs)])
         for step in range(max(s.epochs * count // size, 1)):
             part = stream[step * size:(step + 1) * size]
-            policy_loss, value_loss = self._losses({k: v[part] for k, v in batch.items()})
+            policy_loss, value_loss = self._losses({k: v[part] for k, v in batch.items()}, span)
             self.optimizer.zero_grad(set_to_none=True)
             (policy_loss + value_loss).backward()
             self.optimizer.step()
@@ -335,6 +315,37 @@ class PPOAgent:
                 "value_loss": value_loss.item(), "return": float(np.mean(returns)),
                 "steps": sum(len(e) for e in episodes)}
 
+    def _batch(self, episodes: list[list[dict[str, Any]]]) -> tuple[dict[str, torch.Tensor], int, int]:
+        """The update's (sequences, steps) tensors; the span its per-sequence means divide by; the memory length.
+
+        batch-ppo's sequences are chunks of `chunk_length`, or whole episodes padded to the episode limit.
+        Padding adds nothing to a sum, so the tensors stop at the longest sequence and the means divide by
+        the span, which costs the same numbers without computing on up to a thousand padding steps.
+        """
+        s = self.settings
+        obs = [self.obs_norm(torch.stack([x["obs"] for x in e])) for e in episodes]
+        actions = [torch.stack([x["action"] for x in e]) for e in episodes]
+        old = [{k: torch.stack([x["params"][k] for x in e]) for k in e[0]["params"]} for e in episodes]
+        rewards = [torch.tensor([x["reward"] for x in e], dtype=torch.float64, device=self.device)
+                   for e in episodes]
+        if s.normalize_rewards:
+            rewards = [self.reward_norm(r[:, None])[:, 0] for r in rewards]
+        advantages, targets = self._targets(episodes, rewards, obs)
+        flat = torch.cat(advantages)
+        advantages = [(a - flat.mean()) / (flat.std(unbiased=False) + 1e-8) for a in advantages]
+        longest = max(len(e) for e in episodes)
+        length = max(self.max_length, longest)
+
+        def sequences(per_episode: list[Any], key: str | None = None) -> torch.Tensor:
+            parts = [p for e in per_episode for p in split(e if key is None else e[key], s.chunk_length)]
+            return pad(parts, s.chunk_length or longest)
+
+        batch = {"obs": sequences(obs), "action": sequences(actions), "advantage": sequences(advantages),
+                 "target": sequences(targets),
+                 "mask": sequences([torch.ones(len(e), device=self.device) for e in episodes]).bool()}
+        batch.update({f"old_{k}": sequences(old, k) for k in old[0]})
+        return batch, s.chunk_length or length, length
+
     def _old(self, batch: dict[str, torch.Tensor]) -> Distribution:
         params = {k[4:]: v for k, v in batch.items() if k.startswith("old_")}
         if "std" in params:  # padding steps hold std 0: give them a harmless 1 (they are masked)
@@ -346,10 +357,17 @@ class PPOAgent:
         new = self.net.distribution(self.net.params(batch["obs"]))
         return self.net.kl(self._old(batch), new) * batch["mask"]
 
-    def _losses(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Policy loss (per-sequence KL penalty and cutoff, or clipped) and value loss on (B, T) sequences."""
+    def _losses(self, batch: dict[str, torch.Tensor], span: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Policy loss (per-sequence KL penalty and cutoff, or clipped) and value loss on (B, T) sequences.
+
+        Per-sequence means divide by `span`, the padded length of batch-ppo's sequences (T or more).
+        """
         s = self.settings
         mask = batch["mask"].float()
+
+        def per_sequence_mean(values: torch.Tensor) -> torch.Tensor:
+            return (values * mask).sum(1) / span
+
         new = self.net.distribution(self.net.params(batch["obs"]))
         old = self._old(batch)
         log_ratio = self.net.log_prob(new, batch["action"]) - self.net.log_prob(old, batch["action"])
@@ -358,15 +376,15 @@ class PPOAgent:
         advantage = batch["advantage"]
         if s.objective == "clip":
             surrogate = torch.min(ratio * advantage, ratio.clamp(1 - s.clip, 1 + s.clip) * advantage)
-            policy_loss = -(surrogate * mask).mean(1).mean()
+            policy_loss = -per_sequence_mean(surrogate).mean()
         else:
-            kl = (self.net.kl(old, new) * mask).mean(1)  # per sequence
+            kl = per_sequence_mean(self.net.kl(old, new))
             cutoff = s.kl_cutoff_factor * s.kl_target
-            per_sequence = (-(ratio * advantage * mask).mean(1) + self.penalty * kl
+            per_sequence = (-per_sequence_mean(ratio * advantage) + self.penalty * kl
                             + s.kl_cutoff_coef * (kl > cutoff).float() * (kl - cutoff) ** 2)
             policy_loss = per_sequence.mean()
         value = self.net.value(batch["obs"])[..., 0]
-        value_loss = 0.5 * (((batch["target"] - value) ** 2) * mask).mean()
+        value_loss = 0.5 * per_sequence_mean((batch["target"] - value) ** 2).mean()
         return policy_loss, value_loss
 
     def state_dict(self) -> dict[str, Any]:
