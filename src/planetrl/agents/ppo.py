@@ -193,8 +193,8 @@ class PPOAgent:
 
     Only exploring steps are buffered, so evaluation (`explore=False`) leaves the buffer alone.
     `max_length` is the episode limit: batch-ppo's memory holds episodes of that many steps, so whole-episode
-    sequences are padded to it for their per-sequence means, and the update's KL is averaged over it; 0 pads to
-    the longest episode of each batch.
+    sequences count as padded to it in their per-sequence means, and the update's KL is averaged over it; 0
+    takes the longest episode of each batch.
     """
 
     def __init__(self, obs_size: int, action_space: gym.Space, num_envs: int, settings: PPOSettings,
