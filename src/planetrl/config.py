@@ -204,7 +204,10 @@ class PPOConfig:
     epochs: int = option(25, "Passes over the batch per update.", low=1)
     chunk_length: int = option(0, "Split episodes into sequences of this many steps for the update; 0 = whole "
                                   "episodes.", low=0)
-    batch_size: int = option(0, "Sequences per gradient step; 0 = all of them, one step per epoch.", low=0)
+    batch_size: int = option(0, "Sequences per gradient step; 0 = as many as episodes, in order.", low=0)
+    shuffle: str = option("buffer", "Minibatch order: buffer = tf.data's shuffle buffer of half the episodes over "
+                                    "the epochs' stream (batch-ppo); epoch = a fresh permutation each epoch.",
+                          choices=("buffer", "epoch"))
     lr: float = option(1e-4, "Adam learning rate.", low=0.0)
     discount: float = option(0.995, "Discount factor.", low=0.0, high=1.0)
     advantage: str = option("return", "return: discounted Monte-Carlo return minus value, no bootstrap "

@@ -79,7 +79,7 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     # bootstrap, ten minibatch steps per epoch); BENCHMARKS.md compares the two on pendulum.
     "pendulum-variant": {**_PPO_STATE, "env.task": "gym:Pendulum-v1", "ppo.total_steps": 1_000_000,
                          "ppo.activation": "tanh", "ppo.squash_mean": False, "ppo.advantage": "gae",
-                         "ppo.chunk_length": 20, "ppo.batch_size": 30},
+                         "ppo.chunk_length": 20, "ppo.batch_size": 30, "ppo.shuffle": "epoch"},
     "debug": {**_PPO_STATE, "env.task": "mock", "env.episode_steps": 10, "ppo.num_envs": 3,
               "ppo.update_every": 3, "ppo.epochs": 2, "ppo.total_steps": 150, "ppo.eval_every": 2,
               "ppo.eval_episodes": 2, "ppo.policy_layers": (16,), "ppo.value_layers": (16,)},

@@ -10,7 +10,9 @@ batch-ppo's form, the default:
   episodes, to the chunk's end for chunks, as batch-ppo's value loss recomputes it from the chunk's rewards
   (`value_target="episode"` takes the return to the episode's end for chunks too);
 - the update runs over sequences (whole episodes, or chunks of `chunk_length` steps) in minibatches
-  of `batch_size` sequences (without one, as many sequences as episodes); each sequence's policy loss
+  of `batch_size` sequences (without one, as many sequences as episodes, in order), drawn through
+  tf.data's shuffle buffer of half the episodes as batch-ppo's `iterate_sequences` does (`shuffle="epoch"`
+  draws a fresh permutation each epoch); each sequence's policy loss
   is its mean surrogate plus `penalty * KL` plus the cutoff `coef * (KL - factor * target)^2` where its
   KL exceeds the cutoff, then the mean over sequences (per-sequence means divide by the padded length,
   as batch-ppo does: the chunk length, or for whole episodes the episode limit);
@@ -40,8 +42,8 @@ from planetrl.agents.normalize import StreamingNormalizer
 from planetrl.envs.spaces import action_size
 from planetrl.models.rssm import glorot_uniform
 
-__all__ = ["PPOAgent", "PPOSettings", "StreamingNormalizer", "adapt_penalty", "chunk_returns", "discounted_return",
-           "gae"]
+__all__ = ["PPOAgent", "PPOSettings", "StreamingNormalizer", "adapt_penalty", "buffer_shuffle", "chunk_returns",
+           "discounted_return", "gae"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +57,8 @@ class PPOSettings:
     lr: float = 1e-4
     epochs: int = 25
     chunk_length: int = 0  # 0 = whole episodes are the update's sequences
-    batch_size: int = 0  # sequences per gradient step; 0 = all of them (one step per epoch)
+    batch_size: int = 0  # sequences per gradient step; 0 = as many as episodes, in order
+    shuffle: str = "buffer"  # minibatch order: tf.data's buffer of half the episodes (batch-ppo), or "epoch"
     objective: str = "kl_penalty"  # or "clip"
     kl_target: float = 0.01
     kl_cutoff_factor: float = 2.0
@@ -72,8 +75,9 @@ class PPOSettings:
     normalize_rewards: bool = True
 
     def __post_init__(self) -> None:
-        for name, allowed in (("advantage", ("return", "gae")), ("value_target", ("chunk", "episode")),
-                              ("objective", ("kl_penalty", "clip")), ("activation", ("relu", "tanh"))):
+        choices = {"advantage": ("return", "gae"), "value_target": ("chunk", "episode"), "shuffle": ("buffer", "epoch"),
+                   "objective": ("kl_penalty", "clip"), "activation": ("relu", "tanh")}
+        for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"PPO {name} {getattr(self, name)!r} is not one of {', '.join(allowed)}")
 
@@ -173,6 +177,25 @@ def adapt_penalty(penalty: float, kl: float, target: float) -> float:
     if kl < 0.7 * target:
         return penalty / 1.5
     return penalty
+
+
+def buffer_shuffle(stream: torch.Tensor, buffer: int, generator: torch.Generator) -> torch.Tensor:
+    """tf.data's `shuffle(buffer)`: each output is drawn uniformly from a buffer that the stream refills in order.
+
+    batch-ppo shuffles the stream of every epoch's sequences this way, with a buffer of half the episodes, so a
+    minibatch holds sequences from a window of the stream, not a draw from the whole batch.
+    """
+    items = stream.tolist()
+    window, out, following = items[:buffer], [], buffer
+    while window:
+        index = int(torch.randint(len(window), (1,), generator=generator))
+        out.append(window[index])
+        if following < len(items):
+            window[index] = items[following]
+            following += 1
+        else:
+            window.pop(index)
+    return torch.tensor(out, dtype=stream.dtype)
 
 
 def pad(sequences: list[torch.Tensor], length: int) -> torch.Tensor:
@@ -297,8 +320,14 @@ class PPOAgent:
         batch, span, length = self._batch(episodes)
         count = len(batch["obs"])
         size = s.batch_size or len(episodes)
-        stream = torch.cat([torch.randperm(count, generator=self.generator, device=self.device)
-                            for _ in range(s.epochs)])
+        if not s.batch_size:  # batch-ppo shuffles only for minibatches
+            stream = torch.arange(count, device=self.device).repeat(s.epochs)
+        elif s.shuffle == "buffer":
+            stream = buffer_shuffle(torch.arange(count).repeat(s.epochs), max(len(episodes) // 2, 1),
+                                    self.generator).to(self.device)
+        else:
+            stream = torch.cat([torch.randperm(count, generator=self.generator, device=self.device)
+                                for _ in range(s.epochs)])
         for step in range(max(s.epochs * count // size, 1)):
             part = stream[step * size:(step + 1) * size]
             policy_loss, value_loss = self._losses({k: v[part] for k, v in batch.items()}, span)
