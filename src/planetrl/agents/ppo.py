@@ -187,8 +187,9 @@ def buffer_shuffle(stream: torch.Tensor, buffer: int, generator: torch.Generator
     """
     items = stream.tolist()
     window, out, following = items[:buffer], [], buffer
-    while window:
-        index = int(torch.randint(len(window), (1,), generator=generator))
+    # One draw for the whole stream, on the generator's device (an agent on CUDA has a CUDA generator).
+    for uniform in torch.rand(len(items), generator=generator, device=generator.device, dtype=torch.float64).tolist():
+        index = min(int(uniform * len(window)), len(window) - 1)
         out.append(window[index])
         if following < len(items):
             window[index] = items[following]
