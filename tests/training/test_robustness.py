@@ -422,6 +422,9 @@ def test_hand_damaged_bookkeeping_files_are_named_and_worked_around(tmp_path, ca
     assert f"metrics.jsonl: line {metric_lines - 2} is not a JSON object" in caplog.text
     assert f"metrics.jsonl: line {metric_lines - 1} is not a JSON object" in caplog.text
     assert "run_info.json cannot be read" in caplog.text
+    (run / "DONE").write_text(json.dumps({"time": "soon"}))  # a DONE time that is no number: the metrics' last
+    [row] = status_rows(tmp_path)
+    assert row["state"] == "done" and row["wall_seconds"] > 0
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="planetrl"):
         export_record(run, tmp_path / "record")

@@ -301,8 +301,10 @@ class PPOAgent:
                 values = self.net.value(observation)[:, 0].double().cpu().numpy()
                 reward = reward.double().cpu().numpy()
                 if s.advantage == "return":
-                    advantage = discounted_return(reward, s.discount) - values
-                    target = chunk_returns(reward, s.discount, s.chunk_length if s.value_target == "chunk" else 0)
+                    whole = discounted_return(reward, s.discount)
+                    advantage = whole - values
+                    chunked = s.value_target == "chunk" and s.chunk_length
+                    target = chunk_returns(reward, s.discount, s.chunk_length) if chunked else whole
                 else:
                     following = self.obs_norm(torch.stack([x["next_obs"] for x in episode]))
                     next_values = self.net.value(following)[:, 0].double().cpu().numpy()

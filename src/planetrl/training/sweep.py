@@ -141,14 +141,16 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
                    and (step := record_step(r)) is not None), default=0)
     start = next((c["time"] for c in claims[:1] if finite_number(c.get("time"))), None)
     end = max((r["time"] for r in metrics if finite_number(r.get("time"))), default=start)
+    state = run_state(run_dir, stale_seconds)
     if (run_dir / "DONE").exists():
-        end = read_json_file(run_dir / "DONE").get("time", end)
-    elif start is not None and run_state(run_dir, stale_seconds) == "running":
+        done = read_json_file(run_dir / "DONE").get("time")
+        end = done if finite_number(done) else end
+    elif start is not None and state == "running":
         end = time.time()
     info = read_json_file(run_dir / "run_info.json")
     return {
         "run": str(run_dir), "task": config["env"]["task"], "seed": config["run"]["seed"],
-        "state": run_state(run_dir, stale_seconds), "episodes": episodes, "updates": updates,
+        "state": state, "episodes": episodes, "updates": updates,
         "test_return": (sum(tests[-1]["returns"]) / len(tests[-1]["returns"])) if tests else None,
         "wall_seconds": (end - start) if start is not None and end is not None else None,
         "hardware": info.get("gpu") or f"{info.get('cpus', '?')} CPUs {info.get('processor') or ''}".strip(),
