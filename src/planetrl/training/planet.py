@@ -27,9 +27,11 @@ from planetrl.data.replay import Replay
 from planetrl.envs.batch import BatchEnv
 from planetrl.envs.make import action_repeat, decisions_per_episode, make_batch_env
 from planetrl.envs.registry import import_task_modules
+from planetrl.envs.spaces import action_size, discrete_choices
 from planetrl.metrics import MetricsLogger, StreamingMean, append_json_line
 from planetrl.models.world_model import WorldModel, count_parameters, resolve_precision
 from planetrl.planning.cem import CEMSettings
+from planetrl.seeds import derive
 from planetrl.training.driver import Driver
 from planetrl.training.progress import EpisodeCounter, RunProgress, image_constant
 from planetrl.training.rundir import (
@@ -46,11 +48,9 @@ from planetrl.training.rundir import (
 from planetrl.training.runfiles import SEED_MARKER, TESTS, read_seeded, read_tests
 from planetrl.training.schedule import Schedule
 from planetrl.training.updater import WorldModelUpdater, build_world_model, resolve_device
+from planetrl.viz import encode_gif, label_openloop, openloop_frames
 
 __all__ = ["PlanetRun", "kept_models", "load_trained", "open_loop_video", "prepare_run_dir", "read_tests"]
-from planetrl.envs.spaces import action_size, discrete_choices
-from planetrl.seeds import derive
-from planetrl.viz import encode_gif, label_openloop, openloop_frames
 
 log = logging.getLogger(__name__)
 
