@@ -109,6 +109,11 @@ def test_a_run_on_a_full_disk_fails_in_one_line_and_leaves_no_temporary_file(tmp
         assert "No space left on device" in err
         assert "Traceback" not in err
         assert not [p for p in mount.rglob("*.tmp")]
+        # The disk filled before the first checkpoint: no message may promise one.
+        assert not list(mount.rglob("latest.pt"))
+        assert "no checkpoint was saved yet" in err and "last good checkpoint" not in err
+        assert main(["train", "--logdir", str(mount / "exp"), *DEBUG]) == 1
+        assert "--retry-failed to try again from its start" in capsys.readouterr().err
     finally:
         subprocess.run(["umount", str(mount)], check=False)
 

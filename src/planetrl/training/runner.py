@@ -17,7 +17,7 @@ from typing import Any
 from planetrl import config as config_lib
 from planetrl.envs.registry import check_requirements, resolve
 from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
-from planetrl.training.rundir import NotACheckpoint, prepare_run_dir, refuse_changes_to_a_finished_run
+from planetrl.training.rundir import CHECKPOINT, NotACheckpoint, prepare_run_dir, refuse_changes_to_a_finished_run
 from planetrl.training.updater import resolve_device
 
 MakeRun = Callable[[Path, config_lib.AnyConfig, Callable[[], None]], Any]
@@ -54,6 +54,15 @@ def failure_reason(run_dir: Path) -> str:
     return lines[-1].strip() if lines else "no reason recorded"
 
 
+def _has_checkpoint(run_dir: Path) -> bool:
+    return (run_dir / "checkpoints" / CHECKPOINT).is_file()
+
+
+def _what_a_retry_resumes(run_dir: Path) -> str:
+    return ("from its checkpoint" if _has_checkpoint(run_dir)
+            else "from its start (no checkpoint was saved; its episodes on disk are kept)")
+
+
 def _earlier_failures(logdir: Path, runs: int, only: int | None, retry: bool) -> int:
     """Report runs that failed before (or clear their FAIL to retry them); returns how many were reported."""
     reported = 0
@@ -65,7 +74,7 @@ def _earlier_failures(logdir: Path, runs: int, only: int | None, retry: bool) ->
         else:
             reported += 1
             print(f"run {run_dir} failed earlier: {failure_reason(run_dir)}\n"
-                  f"  rerun with --retry-failed to try again from its checkpoint", file=sys.stderr)
+                  f"  rerun with --retry-failed to try again {_what_a_retry_resumes(run_dir)}", file=sys.stderr)
     return reported
 
 
@@ -77,7 +86,9 @@ def _record_failure(run_dir: Path, claim: Claim, error: Exception) -> None:
         claim.abandon()
         where = f"FAIL could not be written ({unrecorded})"
     kept = ("the checkpoint itself cannot be read: restore it from a copy, or start again in a new --logdir"
-            if isinstance(error, NotACheckpoint) else "the last good checkpoint is kept")
+            if isinstance(error, NotACheckpoint)
+            else "the last good checkpoint is kept" if _has_checkpoint(run_dir)
+            else "no checkpoint was saved yet; its episodes on disk are kept")
     print(f"run {run_dir} FAILED: {type(error).__name__}: {error}\n  {where}; {kept}", file=sys.stderr)
 
 
