@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from planetrl import config as C
 from planetrl.cli import build_parser, main
@@ -160,6 +161,20 @@ def test_config_refuses_a_task_that_does_not_exist(capsys):
     assert main(["config", "--preset", "cpu", "--set", "env.task=cup_catch"]) == 2
     assert "unknown task 'cup_catch'. Did you mean: cup-catch?" in capsys.readouterr().err
     assert main(["config", "--preset", "cpu", "--set", "env.task=dmc:ball_in_cup-catch"]) == 0
+
+
+def test_config_takes_a_task_and_says_what_its_zero_defaults_come_to(capsys):
+    """`train --task` had no `config --task`, and the YAML's action_repeat 0 did not say it means the task's 4."""
+    assert main(["config", "--preset", "cpu", "--task", "cup-catch"]) == 0
+    out = capsys.readouterr().out
+    env = yaml.safe_load(out)["env"]  # the comment line leaves the YAML loadable
+    assert (env["task"], env["action_repeat"]) == ("cup-catch", 0)
+    assert out.splitlines()[-1] == "# for task cup-catch: action_repeat 4, episode_steps 1000 (250 decisions)"
+    assert main(["config", "--task", "dmc:walker-run", "--set", "env.action_repeat=1"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "# for task dmc:walker-run: action_repeat 1, episode_steps 1000 (1000 decisions)")
+    assert main(["config", "--task", "cup_catch"]) == 2
+    assert "Did you mean: cup-catch?" in capsys.readouterr().err
 
 
 def test_a_mistyped_ppo_config_is_refused_with_the_close_names_before_any_run(tmp_path, capsys):

@@ -129,11 +129,18 @@ def cmd_config(args: argparse.Namespace) -> int:
             raise config_lib.ConfigError(f"unknown config section(s) {', '.join(unknown)}; allowed: {', '.join(known)}")
         print(describe_keys(args.keys))
         return 0
+    from planetrl.envs.make import action_repeat, decisions_per_episode
     from planetrl.envs.registry import resolve
 
-    cfg = resolve_config(args, {})
-    resolve(cfg.env.task)  # a config printed to train from later names a task that exists
+    cfg = resolve_config(args, {"env.task": args.task})
+    spec = resolve(cfg.env.task)  # a config printed to train from later names a task that exists
     print(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False), end="")
+    # The 0s that mean "the task's default" stay 0 in the YAML (so it trains the same on any task); say what they
+    # come to for this task.
+    steps = cfg.env.episode_steps or spec.episode_steps
+    print(f"# for task {cfg.env.task}: action_repeat {action_repeat(cfg.env, spec)}, "
+          f"episode_steps {steps or 'unlimited'}"
+          + (f" ({decisions_per_episode(cfg.env, spec)} decisions)" if steps else ""))
     return 0
 
 
@@ -205,6 +212,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
                                description="Print the configuration that a preset and overrides resolve to.",
                                epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_options(show)
+    show.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
     show.add_argument("--keys", nargs="*", metavar="SECTION",
                       help="list every key (of these sections) with its default and meaning, instead of the YAML")
     show.set_defaults(func=cmd_config)
