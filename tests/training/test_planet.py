@@ -358,3 +358,24 @@ def test_mixed_noise_explores_every_kth_collection_episode_with_the_correlated_n
     p = C.build(overrides=["planner.mixed_noise=0.8", "planner.mixed_correlation=0.7"]).planner
     assert [exploration_of(p, n) for n in range(3)] == [(0.8, 0.7), (0.3, 0.0), (0.8, 0.7)]
     assert exploration_of(C.build().planner, 0) == (0.3, 0.0)  # off by default, as in PlaNet
+
+
+def test_sigterm_stops_the_run_cleanly_and_the_same_command_resumes_it(tmp_path):
+    """`kill PID` ended the process at once, leaving its PING for status to call stale; now it lets go."""
+    extra = ["--set", "train.total_updates=48", "--set", "train.test_every=16"]
+    process = subprocess.Popen(_train(tmp_path, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run = tmp_path / "run-00"
+    while not (run / "checkpoints" / "latest.pt").exists():
+        assert process.poll() is None, "the run ended before it could be stopped"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate()
+    assert process.returncode == 128 + signal.SIGTERM, err
+    assert "stopped by SIGTERM; the same command resumes" in err and "Traceback" not in err
+    assert not (run / "PING").exists() and not (run / "DONE").exists() and not (run / "FAIL").exists()
+
+    result = subprocess.run(_train(tmp_path, *extra), capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    claims = [json.loads(line) for line in (run / "claims.jsonl").read_text().splitlines()]
+    assert [c["took_over"] for c in claims] == [False, False]  # let go, so the resume claims a free run
+    assert len(list_episodes(run / "train_episodes")) == 2 + 48 // 4

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 import planetrl
 from planetrl import config as config_lib
@@ -15,6 +18,28 @@ from planetrl.cli.planet_commands import add_collection_commands, add_training_c
 from planetrl.cli.ppo_commands import add_ppo_commands
 
 __all__ = ["build_parser", "main"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`kill PID`), taken as Ctrl-C is: the run lets go of its claim and closes its environments."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_stops_cleanly() -> Iterator[None]:
+    """Without this, SIGTERM ended the process at once: no message, its claim (PING) left for status to call
+    stale. Only the main thread can take signals, so elsewhere (a test calling `main`) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,13 +83,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         for noisy in ("absl", "OpenGL", "matplotlib"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        return args.func(args)
+        with _sigterm_stops_cleanly():
+            return args.func(args)
     except (config_lib.ConfigError, ValueError, OSError, RuntimeError) as error:
         if args.verbose:
             raise
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"planetrl {args.command}: error: {message} (run with -v for the traceback)", file=sys.stderr)
         return 2
+    except Terminated:
+        resumes = args.command in ("train", "sweep") or getattr(args, "ppo_command", None) == "train"
+        print("stopped by SIGTERM" + ("; the same command resumes" if resumes else ""), file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
