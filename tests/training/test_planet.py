@@ -19,6 +19,7 @@ from planetrl.cli import main
 from planetrl.data.episodes import list_episodes, read_episode
 from planetrl.metrics import read_metrics
 from planetrl.training.planet import exploration_of, kept_models, read_tests
+from planetrl.training.sweep import describe_run
 
 DEBUG = ["--preset", "debug", "--no-progress"]
 
@@ -373,6 +374,7 @@ def test_sigterm_stops_the_run_cleanly_and_the_same_command_resumes_it(tmp_path)
     assert process.returncode == 128 + signal.SIGTERM, err
     assert "stopped by SIGTERM; the same command resumes" in err and "Traceback" not in err
     assert not (run / "PING").exists() and not (run / "DONE").exists() and not (run / "FAIL").exists()
+    assert describe_run(run)["state"] == "stopped"  # it read "new", as if it had never run
 
     result = subprocess.run(_train(tmp_path, *extra), capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -142,6 +142,8 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
     start = next((c["time"] for c in claims[:1] if finite_number(c.get("time"))), None)
     end = max((r["time"] for r in metrics if finite_number(r.get("time"))), default=start)
     state = run_state(run_dir, stale_seconds)
+    if state == "new" and claims:  # claimed once, then let go (Ctrl-C, SIGTERM): not a run that never started
+        state = "stopped"
     if (run_dir / "DONE").exists():
         done = read_json_file(run_dir / "DONE").get("time")
         end = done if finite_number(done) else end
