@@ -35,10 +35,10 @@ from planetrl.seeds import derive
 from planetrl.training.driver import Driver
 from planetrl.training.progress import EpisodeCounter, RunProgress, image_constant
 from planetrl.training.rundir import (
-    CHECKPOINT,
     MODEL_SNAPSHOT,
     Checkpoint,
     TorchRNG,
+    latest_checkpoint,
     load_checkpoint,
     load_latest,
     prepare_run_dir,
@@ -105,7 +105,7 @@ class PlanetRun:
         self.device = resolve_device(cfg.run.device)
         self.train_dir = self.run_dir / "train_episodes"
         self.test_dir = self.run_dir / "test_episodes"
-        self.checkpoint_path = self.run_dir / "checkpoints" / CHECKPOINT
+        self.checkpoint_path = latest_checkpoint(self.run_dir)
         self.video_dir = self.run_dir / "videos"
         self.schedule = Schedule(cfg.train.total_updates, cfg.train.collect_every, cfg.train.test_every)
         self.action_repeat = action_repeat(cfg.env)
@@ -431,7 +431,7 @@ def load_trained(run_dir: Path, device_name: str = "auto",
     import_task_modules(cfg.run.imports)
     device = resolve_device(device_name)
     if updates is None:
-        path = run_dir / "checkpoints" / CHECKPOINT
+        path = latest_checkpoint(run_dir)
     else:
         path = run_dir / "checkpoints" / MODEL_SNAPSHOT.format(updates=updates)
         if not path.exists():

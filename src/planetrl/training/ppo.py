@@ -19,7 +19,7 @@ from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger
 from planetrl.seeds import derive
 from planetrl.training.driver import Driver
-from planetrl.training.rundir import CHECKPOINT, Checkpoint, load_latest
+from planetrl.training.rundir import Checkpoint, latest_checkpoint, load_latest
 from planetrl.training.updater import resolve_device
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ class PPORun:
         self.run_dir = Path(run_dir)
         self.cfg = cfg
         self.progress = progress
-        self.checkpoint_path = self.run_dir / "checkpoints" / CHECKPOINT
+        self.checkpoint_path = latest_checkpoint(self.run_dir)
 
     def run(self) -> dict[str, float]:
         from tqdm import tqdm
@@ -109,7 +109,7 @@ class PPORun:
 
 def load_trained_ppo(run_dir: Path, cfg: config_lib.PPORunConfig, env: BatchEnv) -> PPOAgent:
     """A PPO agent with the latest checkpoint of a run, for an env batch of any size."""
-    checkpoint, _ = load_latest(Path(run_dir) / "checkpoints" / CHECKPOINT, torch.device("cpu"), needs="agent")
+    checkpoint, _ = load_latest(latest_checkpoint(run_dir), torch.device("cpu"), needs="agent")
     if checkpoint is None:
         raise FileNotFoundError(f"{run_dir} has no checkpoint yet")
     agent = build_agent(cfg, env)

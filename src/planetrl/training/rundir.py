@@ -30,6 +30,11 @@ MODEL_SNAPSHOT = "model-{updates:07d}.pt"
 log = logging.getLogger(__name__)
 
 
+def latest_checkpoint(run_dir: Path) -> Path:
+    """Where a run keeps its latest checkpoint (which may not exist yet)."""
+    return Path(run_dir) / "checkpoints" / CHECKPOINT
+
+
 def previous_of(path: Path) -> Path:
     """Where the checkpoint before `path` is kept: `previous.pt` beside `latest.pt`, `NAME.previous.pt` otherwise."""
     path = Path(path)

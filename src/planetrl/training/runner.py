@@ -17,7 +17,12 @@ from typing import Any
 from planetrl import config as config_lib
 from planetrl.envs.registry import check_requirements, resolve
 from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
-from planetrl.training.rundir import CHECKPOINT, NotACheckpoint, prepare_run_dir, refuse_changes_to_a_finished_run
+from planetrl.training.rundir import (
+    NotACheckpoint,
+    latest_checkpoint,
+    prepare_run_dir,
+    refuse_changes_to_a_finished_run,
+)
 from planetrl.training.updater import resolve_device
 
 MakeRun = Callable[[Path, config_lib.AnyConfig, Callable[[], None]], Any]
@@ -55,7 +60,7 @@ def failure_reason(run_dir: Path) -> str:
 
 
 def _has_checkpoint(run_dir: Path) -> bool:
-    return (run_dir / "checkpoints" / CHECKPOINT).is_file()
+    return latest_checkpoint(run_dir).is_file()
 
 
 def _what_a_retry_resumes(run_dir: Path) -> str:
