@@ -129,7 +129,7 @@ def cmd_config(args: argparse.Namespace) -> int:
             raise config_lib.ConfigError(f"unknown config section(s) {', '.join(unknown)}; allowed: {', '.join(known)}")
         print(describe_keys(args.keys))
         return 0
-    from planetrl.envs.make import action_repeat, decisions_per_episode
+    from planetrl.envs.make import action_repeat, decisions_per_episode, episode_steps
     from planetrl.envs.registry import resolve
 
     cfg = resolve_config(args, {"env.task": args.task})
@@ -137,7 +137,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     print(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False), end="")
     # The 0s that mean "the task's default" stay 0 in the YAML (so it trains the same on any task); say what they
     # come to for this task.
-    steps = cfg.env.episode_steps or spec.episode_steps
+    steps = episode_steps(cfg.env, spec)
     print(f"# for task {cfg.env.task}: action_repeat {action_repeat(cfg.env, spec)}, "
           f"episode_steps {steps or 'unlimited'}"
           + (f" ({decisions_per_episode(cfg.env, spec)} decisions)" if steps else ""))

@@ -20,10 +20,15 @@ def action_repeat(cfg: EnvConfig, spec: TaskSpec | None = None) -> int:
     return cfg.action_repeat or spec.action_repeat
 
 
+def episode_steps(cfg: EnvConfig, spec: TaskSpec | None = None) -> int:
+    """The configured episode length in env steps, or the task's default when it is 0; 0 if unlimited."""
+    return cfg.episode_steps or (spec or resolve(cfg.task)).episode_steps
+
+
 def decisions_per_episode(cfg: EnvConfig, spec: TaskSpec | None = None) -> int:
     """Agent decisions per episode (episode env steps / action repeat), 0 if unlimited."""
     spec = spec or resolve(cfg.task)
-    steps = cfg.episode_steps or spec.episode_steps
+    steps = episode_steps(cfg, spec)
     return math.ceil(steps / action_repeat(cfg, spec)) if steps else 0
 
 
