@@ -202,6 +202,35 @@ def test_once_the_preset_takes_a_lever_the_old_setting_is_a_variant_and_levers_o
     assert table_rows["before-fixes"][3:5] == ["batch-8", "nothing"]
 
 
+def test_a_new_run_one_lever_from_an_old_variant_does_not_take_its_base(record, tmp_path):
+    """An old variant (batch 16, half the learning rate) is one key from two records: the learning-rate
+    variant it was read against and a later run of batch 16 alone. On that tie the record that ran first is
+    its base, so adding a run never changes what an old row measures; the name does not decide."""
+    from planetrl.training.results import base_of, load_record, load_variants
+
+    _, out = record
+    preset = load_record(_record_as(out, tmp_path / "cpu" / "walker-walk" / "seed-0", "walker-walk", 0,
+                                    [200, 200, 200]))
+
+    def variants_started(lr_half: float, batch_16: float) -> dict[str, dict]:
+        cpu = tmp_path / f"cpu-{lr_half:g}-{batch_16:g}"
+        for name, changes, start in [("lr-half", {"optim.lr": 5e-4}, lr_half),
+                                     ("both", {"optim.lr": 5e-4, "data.batch_size": 16}, 50.0),
+                                     ("a-batch-16", {"data.batch_size": 16}, batch_16)]:
+            folder = _record_as(out, cpu / "walker-walk" / name / "seed-0", "walker-walk", 0, [100] * 3,
+                                **changes)
+            tests = [json.loads(line) for line in (folder / "tests.jsonl").read_text().splitlines()]
+            (folder / "tests.jsonl").write_text("".join(json.dumps({**t, "time": start + n}) + "\n"
+                                                        for n, t in enumerate(tests)))
+        return {Path(v["path"]).parent.name: v for v in load_variants(cpu)}
+
+    old_first = variants_started(lr_half=60.0, batch_16=90.0)  # "both" ran first, then lr-half, then batch 16
+    assert base_of(old_first["both"], [preset], list(old_first.values())) is old_first["lr-half"]
+    assert base_of(old_first["a-batch-16"], [preset], list(old_first.values())) is preset
+    batch_first = variants_started(lr_half=90.0, batch_16=60.0)
+    assert base_of(batch_first["both"], [preset], list(batch_first.values())) is batch_first["a-batch-16"]
+
+
 def test_idle_rates_turn_counts_into_minutes(record):
     directory, _ = record
     (directory / "rates.json").write_text(json.dumps({"mock": {"seed_s": 60, "update_s": 10, "decision_s": 5,

@@ -18,6 +18,7 @@ its measured wall-clock. The README says which.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -472,10 +473,11 @@ def base_of(variant: dict[str, Any], records: list[dict[str, Any]],
 
     Of those candidates no farther from the preset than the variant itself (counted in config keys against
     the preset's record of the task), the one whose config differs from the variant's in the fewest keys; on
-    a tie the one nearer the preset (the preset's own record first). So when the preset takes a lever (say,
-    a batch size), its old records become a variant and a lever measured on the old setting is still read
-    against the old setting's record, not against the new preset. Code-only variants are no one's base; a
-    task the preset has no record of gives none.
+    a tie the one nearer the preset (the preset's own record first), then the one that ran first, so that a
+    new run one lever away from an old variant does not take its base's place and change what the old run's
+    row measures. So when the preset takes a lever (say, a batch size), its old records become a variant and
+    a lever measured on the old setting is still read against the old setting's record, not against the new
+    preset. Code-only variants are no one's base; a task the preset has no record of gives none.
     """
     of_task = sorted((r for r in records if r["task"] == variant["task"]), key=lambda r: r["seed"])
     preset = next((r for r in of_task if r["seed"] == variant["seed"]), None)
@@ -483,15 +485,22 @@ def base_of(variant: dict[str, Any], records: list[dict[str, Any]],
     if reference is None:
         return None
     depth = len(variant_changes(variant, reference))
-    candidates = [(depth, 0, "", preset)] if preset else []  # the preset's record is then the reference
+    candidates = [(depth, 0, _started(preset), "", preset)] if preset else []
     for other in variants:
         if other is variant or (other["task"], other["seed"]) != (variant["task"], variant["seed"]) \
                 or variant_name(other) in CODE_ONLY_VARIANTS:
             continue
         other_depth = len(variant_changes(other, reference))
         if other_depth <= depth:
-            candidates.append((len(variant_changes(variant, other)), other_depth, variant_name(other), other))
-    return min(candidates, key=lambda candidate: candidate[:3])[3] if candidates else None
+            candidates.append((len(variant_changes(variant, other)), other_depth, _started(other),
+                               variant_name(other), other))
+    return min(candidates, key=lambda candidate: candidate[:4])[4] if candidates else None
+
+
+def _started(record: dict[str, Any]) -> float:
+    """When a record's run tested first (its tests.jsonl's first `time`); infinity when it does not say."""
+    time = record["tests"][0].get("time") if record["tests"] else None
+    return float(time) if isinstance(time, (int, float)) and math.isfinite(time) else math.inf
 
 
 def _base_label(base: dict[str, Any] | None, records: list[dict[str, Any]]) -> str:
