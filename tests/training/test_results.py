@@ -110,9 +110,10 @@ def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_change
     assert "## Variants" in (directory / "README.md").read_text()
 
 
-def _record_as(source, out, task, seed, phase_returns, **changes):
+def _record_as(source, out, task, seed, phase_returns, start=1.0, **changes):
     """A copy of `source` as a record of `task` and `seed` whose test phases, at updates 4, 8, ..., return
-    `phase_returns` (five episodes each); `changes` ("section.key": value) edit its config."""
+    `phase_returns` (five episodes each), the first at time `start`; `changes` ("section.key": value) edit
+    its config."""
     import yaml
 
     shutil.copytree(source, out)
@@ -122,7 +123,7 @@ def _record_as(source, out, task, seed, phase_returns, **changes):
         saved[section][name] = value
     (out / "config.yaml").write_text(yaml.safe_dump(saved))
     (out / "tests.jsonl").write_text("".join(
-        json.dumps({"updates": 4 * (n + 1), "returns": [float(r)] * 5, "lengths": [10] * 5, "time": 1.0 + n,
+        json.dumps({"updates": 4 * (n + 1), "returns": [float(r)] * 5, "lengths": [10] * 5, "time": start + n,
                     "train_episodes": 2 + n, "env_steps": 20 * (n + 1)}) + "\n"
         for n, r in enumerate(phase_returns)))
     return out
@@ -217,11 +218,8 @@ def test_a_new_run_one_lever_from_an_old_variant_does_not_take_its_base(record, 
         for name, changes, start in [("lr-half", {"optim.lr": 5e-4}, lr_half),
                                      ("both", {"optim.lr": 5e-4, "data.batch_size": 16}, 50.0),
                                      ("a-batch-16", {"data.batch_size": 16}, batch_16)]:
-            folder = _record_as(out, cpu / "walker-walk" / name / "seed-0", "walker-walk", 0, [100] * 3,
-                                **changes)
-            tests = [json.loads(line) for line in (folder / "tests.jsonl").read_text().splitlines()]
-            (folder / "tests.jsonl").write_text("".join(json.dumps({**t, "time": start + n}) + "\n"
-                                                        for n, t in enumerate(tests)))
+            _record_as(out, cpu / "walker-walk" / name / "seed-0", "walker-walk", 0, [100] * 3, start=start,
+                       **changes)
         return {Path(v["path"]).parent.name: v for v in load_variants(cpu)}
 
     old_first = variants_started(lr_half=60.0, batch_16=90.0)  # "both" ran first, then lr-half, then batch 16
