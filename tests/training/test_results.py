@@ -179,6 +179,8 @@ def test_once_the_preset_takes_a_lever_the_old_setting_is_a_variant_and_levers_o
                **{"data.batch_size": 8, "optim.lr": 5e-4})
     _record_as(out, cpu / "cheetah-run" / "before-fixes" / "seed-0", "cheetah-run", 0, [90, 90, 90],
                **{"data.batch_size": 8})
+    _record_as(out, cpu / "cheetah-run" / "fp32-avx2" / "seed-0", "cheetah-run", 0, [95, 95, 95],
+               **{"data.batch_size": 8})  # batch 8 again on another machine: no one's base, batch 8's neither
     _record_as(out, cpu / "cheetah-run" / "batch-8" / "seed-1", "cheetah-run", 1, [100, 100, 100],
                **{"data.batch_size": 8})  # the new preset has not run seed 1
     _record_as(out, cpu / "cheetah-run" / "lr-half" / "seed-1", "cheetah-run", 1, [120, 120, 120],
@@ -192,6 +194,7 @@ def test_once_the_preset_takes_a_lever_the_old_setting_is_a_variant_and_levers_o
     assert base_of(names["batch-8"], [preset], variants) is preset  # a tie with lr-half (one key each): the preset
     assert base_of(names["lr-half"], [preset], variants) is names["batch-8"]
     assert base_of(names["before-fixes"], [preset], variants) is names["batch-8"]  # same config, older code
+    assert base_of(names["fp32-avx2"], [preset], variants) is names["batch-8"]
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
             for line in levers_table(variants, [preset]).splitlines()[2:]}
     assert sorted(rows) == ["batch-8", "lr-half"]
@@ -201,6 +204,31 @@ def test_once_the_preset_takes_a_lever_the_old_setting_is_a_variant_and_levers_o
     table_rows = {line.split("|")[2].strip(): [c.strip() for c in line.strip("|").split("|")]
                   for line in variants_table(variants, [preset]).splitlines()[2:]}
     assert table_rows["before-fixes"][3:5] == ["batch-8", "nothing"]
+
+
+def test_a_lever_read_beside_different_records_by_seed_says_what_it_changes_against_each(record, tmp_path):
+    """Seed 0 of a lever stands beside the preset's record and seed 1, which the preset has not run, beside the
+    old setting's: the row names both changes, so the seed-1 pair is not described by seed 0's one key."""
+    from planetrl.training.results import levers_table, load_record, load_variants
+
+    _, out = record
+    cpu = tmp_path / "cpu"
+    preset = load_record(_record_as(out, cpu / "cheetah-run" / "seed-0", "cheetah-run", 0, [150, 150, 150],
+                                    **{"data.batch_size": 16}))
+    for seed in (0, 1):
+        _record_as(out, cpu / "cheetah-run" / "batch-8" / f"seed-{seed}", "cheetah-run", seed, [100, 100, 100],
+                   **{"data.batch_size": 8})
+        _record_as(out, cpu / "cheetah-run" / "lr-half" / f"seed-{seed}", "cheetah-run", seed, [120, 120, 120],
+                   start=10.0, **{"data.batch_size": 16, "optim.lr": 5e-4})
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
+            for line in levers_table(load_variants(cpu), [preset]).splitlines()[2:]}
+    lr = preset["config"]["optim"]["lr"]
+    assert rows["lr-half"][1:4] == [
+        "batch-8, the preset",
+        f"against the preset: `optim.lr` {lr} -> {lr / 2}; "
+        f"against batch-8: `data.batch_size` 8 -> 16, `optim.lr` {lr} -> {lr / 2}",
+        "s0: 120 vs **150**; s1: 120 vs 100"]
+    assert rows["batch-8"][2].startswith("against the preset: `data.batch_size` 16 -> 8; against lr-half: ")
 
 
 def test_a_new_run_one_lever_from_an_old_variant_does_not_take_its_base(record, tmp_path):

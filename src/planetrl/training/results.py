@@ -48,8 +48,9 @@ GOALS: dict[str, float | None] = {"cartpole-swingup": 300, "cheetah-run": 140, "
                                   "finger-spin": 140, "reacher-easy": None, "cup-catch": None}
 GOAL_EPISODES = 5
 """The goal counts only phases of at least this many test episodes: fewer make a phase one checkpoint's luck."""
-CODE_ONLY_VARIANTS = ("before-fixes",)
-"""Variant names that rerun older code with the preset, not a lever; their config differences are bookkeeping."""
+CODE_ONLY_VARIANTS = ("before-fixes", "fp32-avx2")
+"""Variant names that rerun a preset with older code or on another machine, not a lever; their config
+differences are bookkeeping, and they are no other record's base."""
 
 
 def export_record(run_dir: Path, out: Path) -> Path:
@@ -584,7 +585,7 @@ def levers_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) 
     Empty without levers.
     """
     levers: dict[str, list[tuple[dict[str, Any], dict[str, Any] | None]]] = {}
-    changes: dict[str, str] = {}
+    changes: dict[str, dict[str, str]] = {}  # lever -> {what it changes: the base it changes that against}
     beside: dict[str, set[str]] = {}
     for variant in variants:
         name = variant_name(variant)
@@ -596,7 +597,8 @@ def levers_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) 
         if base:
             beside.setdefault(name, set()).add(_base_label(base, records))
         if changed:
-            changes.setdefault(name, ", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed))
+            changes.setdefault(name, {}).setdefault(", ".join(f"`{key}` {old} -> {new}" for key, old, new in changed),
+                                                    _base_label(base, records))
     if not levers:
         return ""
     ran = {v["task"] for pairs in levers.values() for v, _ in pairs}
@@ -610,10 +612,21 @@ def levers_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) 
         done = [(v, b) for v, b in pairs if b is not None and _finished(v) and _finished(b)]
         above = sum(_last_three_mean(v) > _last_three_mean(b) for v, b in done)
         met = [sum(_verdict(r) == "goal met" for r in side) for side in zip(*done, strict=True)] if done else [0, 0]
-        lines.append(f"| {lever} | {', '.join(sorted(beside.get(lever, {'-'})))} | {changes.get(lever, '-')} | "
+        bases = ", ".join(sorted(beside.get(lever, {"-"})))
+        lines.append(f"| {lever} | {bases} | {_changes_cell(changes.get(lever))} | "
                      + " | ".join(cells) + f" | {above} of {len(done)} | {met[0]} of {len(done)}; "
                      f"{met[1]} of {len(done)} |")
     return "\n".join(lines) + "\n"
+
+
+def _changes_cell(changes: dict[str, str] | None) -> str:
+    """A lever's config changes; where its seeds stand beside different records (a seed the preset has not run
+    is read beside an old variant), what it changes against each, so no pair is described by another's keys."""
+    if not changes:
+        return "-"
+    if len(changes) == 1:
+        return next(iter(changes))
+    return "; ".join(f"against {base}: {changed}" for changed, base in changes.items())
 
 
 def _draw_returns(axis: Any, xs: list[float], record: dict[str, Any], color: str, label: str) -> None:
