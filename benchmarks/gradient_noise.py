@@ -1,7 +1,7 @@
 """How much of a world-model update at the run's batch size is noise: gradient signal and noise of kept models.
 
-The issue behind it (13) asks whether the gradient noise of the `cpu` preset's batch of 8 chunks is behind
-test returns that rise and fall from phase to phase. For each kept model (`--checkpoints`) this draws
+The issue behind it (13) asked whether the gradient noise of the `cpu` preset's batch (8 chunks then, 16 now)
+is behind test returns that rise and fall from phase to phase. For each kept model (`--checkpoints`) this draws
 `--draws` independent batches from the training episodes that the run held at that update (the seed episodes
 plus one per `train.collect_every` updates, oldest first), sampled and dequantized as the run's loader does,
 and takes the world-model loss's gradient on each, with the model in training mode and in the run's update
