@@ -14,12 +14,17 @@ as good. For each kept model (`--checkpoints`) this scores the same held-out tes
   start decisions (`return_corr`), which is what ranking plans needs. `--split D` reports the first D
   decisions of each episode (for cartpole-swingup the swing-up) apart from the rest;
 - `by_step`: the same imagination's reward error and correlation at each step 1..H of the horizon, which
-  tells how much a planner can trust the far end of its plans (`planner.tail` weighs step H most).
+  tells how much a planner can trust the far end of its plans (`planner.tail` weighs step H most);
+- with `--first-reward`, `first_reward`: whether the model foresees a sparse reward before it comes (the
+  first catch of a cup-catch episode): the reward of each episode's first rewarded decision as imagined
+  from k = 1..H decisions before it with the actions taken (`predicted`, mean over episodes), beside its
+  true reward (`true`) and how many episodes have a start k decisions before it (`episodes`). A model that
+  imagines it only one decision ahead leaves a planner nothing to steer towards.
 
 Prints one JSON line per model.
 
     python benchmarks/model_drift.py RUN_DIR --checkpoints 5000,6000,7000 --phases 6,7 [--horizon 12]
-        [--samples 4] [--split 30]
+        [--samples 4] [--split 30] [--first-reward]
 """
 
 from __future__ import annotations
@@ -71,6 +76,22 @@ def horizon_rewards(model: WorldModel, data: dict[str, torch.Tensor], posterior:
     return predicted, true, starts
 
 
+def first_reward_ahead(predicted: np.ndarray, true: np.ndarray, starts: np.ndarray, rewards: np.ndarray
+                       ) -> dict[int, tuple[float, float]]:
+    """The first rewarded decision of one episode as imagined k = 1..H decisions before it: {k: (predicted,
+    true)} from `horizon_rewards`' (N, H) rewards and starts, for each k with a start there; {} where
+    nothing pays. A start s imagines decisions s+1..s+H, so the first reward f sits at column k-1 of start f-k."""
+    paying = np.nonzero(rewards > 0)[0]
+    if not len(paying):
+        return {}
+    first, out = int(paying[0]), {}
+    for k in range(1, true.shape[1] + 1):
+        row = np.nonzero(starts == first - k)[0]
+        if len(row):
+            out[k] = (float(predicted[row[0], k - 1]), float(true[row[0], k - 1]))
+    return out
+
+
 def _corr(predicted: np.ndarray, true: np.ndarray) -> float | None:
     """Pearson correlation, None where either side is constant (a reward that never pays in these episodes)."""
     if len(true) < 3 or predicted.std() == 0 or true.std() == 0:
@@ -91,8 +112,8 @@ def scores(predicted: np.ndarray, true: np.ndarray) -> dict[str, float | int | N
 
 @torch.no_grad()
 def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: int, horizon: int, samples: int,
-                split: int) -> dict:
-    image_errors, reward_errors, predicted, true, starts = [], [], [], [], []
+                split: int, first_reward: bool = False) -> dict:
+    image_errors, reward_errors, predicted, true, starts, ahead = [], [], [], [], [], []
     for episode in episodes:
         data = episode_tensors(episode, bits)
         posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
@@ -100,6 +121,7 @@ def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: 
         image_errors.append(float(((model.decode(features).float() - data["image"]) ** 2).mean()))
         reward_errors.append(float((model.reward(features)[0, 1:].float() - data["reward"][1:]).abs().mean()))
         p, t, s = horizon_rewards(model, data, posterior, horizon, samples)
+        ahead.append(first_reward_ahead(p, t, s, data["reward"].numpy()))
         predicted.append(p)
         true.append(t)
         starts.append(s)
@@ -111,7 +133,17 @@ def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: 
         early = starts_all < split
         out[f"open_loop_first_{split}"] = scores(predicted_all[early], true_all[early])
         out[f"open_loop_after_{split}"] = scores(predicted_all[~early], true_all[~early])
+    if first_reward:
+        ks = range(1, horizon + 1)
+        out["first_reward"] = {
+            "predicted": [_mean([e[k][0] for e in ahead if k in e]) for k in ks],
+            "true": [_mean([e[k][1] for e in ahead if k in e]) for k in ks],
+            "episodes": [sum(k in e for e in ahead) for k in ks]}
     return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(float(np.mean(values)), 3) if values else None
 
 
 def main() -> None:
@@ -120,6 +152,8 @@ def main() -> None:
     parser.add_argument("--horizon", type=at_least(1), default=12, help="decisions imagined (the planner's horizon)")
     parser.add_argument("--samples", type=at_least(1), default=4, help="prior draws per start")
     parser.add_argument("--split", type=at_least(0), default=0, help="report the first this many decisions apart")
+    parser.add_argument("--first-reward", action="store_true",
+                        help="also score each episode's first rewarded decision as imagined 1..H decisions ahead")
     args = parser.parse_args()
     paths = list_episodes(args.run_dir / "test_episodes")
     phases = [int(p) for p in args.phases.split(",")]
@@ -133,7 +167,8 @@ def main() -> None:
         cfg, model, updates = load_trained(args.run_dir, "cpu", checkpoint)
         line = {"run": str(args.run_dir), "model": updates, "phases": phases, "episodes": len(episodes),
                 "episode_returns": returns, "horizon": args.horizon, "samples": args.samples,
-                **score_model(model, episodes, cfg.data.image_bits, args.horizon, args.samples, args.split)}
+                **score_model(model, episodes, cfg.data.image_bits, args.horizon, args.samples, args.split,
+                              args.first_reward)}
         print(json.dumps(line), flush=True)
 
 

@@ -229,6 +229,22 @@ def test_model_drift_scores_the_horizon_after_each_start_with_the_actions_taken(
     assert by_step == {"reward_mae": [0.3333, 4.0], "reward_corr": [0.929, None]}  # a constant prediction: no corr
 
 
+def test_model_drift_finds_the_first_reward_k_decisions_ahead_in_each_starts_horizon():
+    from model_drift import first_reward_ahead
+
+    rewards = np.array([0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 3.0, 0.0])  # the first reward is decision 4
+    starts, horizon = np.arange(len(rewards) - 3), 3
+    true = np.stack([rewards[s + 1:s + 1 + horizon] for s in starts])
+    predicted = true * 0.5 + np.arange(len(starts))[:, None] * 10  # tells which start each prediction is from
+    ahead = first_reward_ahead(predicted, true, starts, rewards)
+    assert ahead == {1: (31.0, 2.0), 2: (21.0, 2.0), 3: (11.0, 2.0)}  # starts 3, 2 and 1, columns 0, 1 and 2
+    assert first_reward_ahead(predicted, true, starts, np.zeros(8)) == {}
+    early = np.array([0.0, 5.0, 0.0, 0.0, 0.0, 0.0])  # decision 1: only start 0 sees it, one ahead
+    starts = np.arange(3)
+    true = np.stack([early[s + 1:s + 4] for s in starts])
+    assert first_reward_ahead(true, true, starts, early) == {1: (5.0, 5.0)}
+
+
 def test_run_episodes_groups_seed_episodes_then_phases_in_time_order(tmp_path):
     import argparse
     import datetime
