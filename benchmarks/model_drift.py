@@ -121,7 +121,8 @@ def score_model(model: WorldModel, episodes: list[dict[str, np.ndarray]], bits: 
         image_errors.append(float(((model.decode(features).float() - data["image"]) ** 2).mean()))
         reward_errors.append(float((model.reward(features)[0, 1:].float() - data["reward"][1:]).abs().mean()))
         p, t, s = horizon_rewards(model, data, posterior, horizon, samples)
-        ahead.append(first_reward_ahead(p, t, s, data["reward"].numpy()))
+        if first_reward:
+            ahead.append(first_reward_ahead(p, t, s, data["reward"].numpy()))
         predicted.append(p)
         true.append(t)
         starts.append(s)
