@@ -480,6 +480,38 @@ def test_each_shortfall_names_its_cause_and_a_typo_in_the_causes_fails(tmp_path)
         load_causes(tmp_path, [short, met])
 
 
+def test_the_hours_goal_reads_the_last_phase_within_60_minutes_and_each_shortfall_names_its_cause(tmp_path):
+    from planetrl.training.results import _hour_cause_cell, hour_mean, hour_short, load_causes
+
+    # idle rates that put phase n at 20n minutes: phases 1-3 fall within the hour, phase 4 does not
+    rates = {"cup-catch": {"seed_s": 0.0, "update_s": 1200.0, "decision_s": 0.0, "test_phase_s": 0.0}}
+
+    def run(seed, phase_means):
+        record = _fake("cup-catch", [[m] * 5 for m in phase_means], random=(10.0, 20.0))  # 2x random: 30
+        return {**record, "seed": seed, "decisions_at": [], "path": tmp_path / "cup-catch" / f"seed-{seed}"}
+
+    late = run(0, [0.0, 0.0, 29.0, 900.0])  # rises only after the hour: its 60-minute phase is the third
+    early = run(1, [0.0, 40.0, 0.0, 900.0])  # passed 30 at 40 minutes, then fell: the last phase counts
+    on_time = run(2, [0.0, 0.0, 30.0, 0.0])
+    assert [hour_short(r, rates) for r in (late, early, on_time)] == [True, True, False]
+    assert hour_mean([late, on_time], rates) == "29.5 +- 0.5 (1 of 2 seeds at 2x random; the mean misses 30.0)"
+    assert hour_mean([on_time], rates) == "30.0 (1 of 1 seed at 2x random; the mean meets 30.0)"
+    slow = {**run(3, [500.0]), "tests": [{"returns": [500.0] * 5, "updates": 4}]}  # first tests at 80 minutes
+    assert hour_short(slow, rates) and hour_mean([slow], rates) == "-"
+    assert hour_mean([on_time, slow], rates) == "30.0 (1 of 2 seeds at 2x random)"  # no mean claimed for both
+    (tmp_path / "causes.json").write_text(json.dumps({"cup-catch/seed-0/60-min": {"part": "schedule", "why": "late"}}))
+    causes = load_causes(tmp_path, [late, on_time], rates=rates)
+    assert [_hour_cause_cell(r, causes, rates) for r in (late, early, on_time)] == \
+        ["schedule: late", "not yet found", "-"]
+    for key, says in [("cup-catch/seed-2/60-min", "tests at least 2x random within 60 minutes; remove its cause"),
+                      ("cup-catch/seed-9/60-min", "names no record here"),
+                      ("cup-catch/batch-8/seed-0/60-min", "names no record here")]:  # the table shows no variant's hour
+        (tmp_path / "causes.json").write_text(json.dumps({key: {"part": "model", "why": "x"}}))
+        with pytest.raises(ValueError, match=says):
+            load_causes(tmp_path, [late, on_time], [{**late, "path": tmp_path / "cup-catch" / "batch-8" / "seed-0"}],
+                        rates=rates)
+
+
 def test_the_committed_cpu_table_is_what_its_records_and_notes_make(tmp_path, monkeypatch):
     # The published table must not go stale: NOTES.md or a record edited without regenerating shows here.
     committed = Path(__file__).resolve().parents[2] / "results" / "cpu"

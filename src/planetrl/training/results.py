@@ -48,6 +48,12 @@ GOALS: dict[str, float | None] = {"cartpole-swingup": 300, "cheetah-run": 140, "
                                   "finger-spin": 140, "reacher-easy": None, "cup-catch": None}
 GOAL_EPISODES = 5
 """The goal counts only phases of at least this many test episodes: fewer make a phase one checkpoint's luck."""
+HOUR_MINUTES = 60.0
+HOUR_FACTOR = 2.0
+"""Issue 13's hour: the last test phase within HOUR_MINUTES must return at least HOUR_FACTOR x the random
+policy's, on every task."""
+HOUR_CAUSE = "/60-min"
+"""Suffix of a record's key in `causes.json` for why it is under HOUR_FACTOR x random within the hour."""
 CODE_ONLY_VARIANTS = ("before-fixes", "fp32-avx2")
 """Variant names that rerun a preset with older code or on another machine, not a lever; their config
 differences are bookkeeping, and they are no other record's base."""
@@ -343,14 +349,27 @@ def cause_key(record: dict[str, Any]) -> str:
     return f"{record['task']}/" + ("" if folder == record["task"] else f"{folder}/") + f"seed-{record['seed']}"
 
 
-def load_causes(directory: Path, records: list[dict[str, Any]],
-                variants: list[dict[str, Any]] = ()) -> dict[str, dict[str, str]]:
+def hour_target(record: dict[str, Any]) -> float:
+    """The return the last test phase within the hour must reach: HOUR_FACTOR x the random policy's."""
+    return HOUR_FACTOR * random_return(record)[0]
+
+
+def hour_short(record: dict[str, Any], rates: dict[str, dict[str, float]]) -> bool:
+    """Whether the record falls short of the hour's goal: no test phase within HOUR_MINUTES, or the last one
+    under `hour_target`."""
+    point = _at(record, HOUR_MINUTES, rates)
+    return point is None or point["mean"] < hour_target(record)
+
+
+def load_causes(directory: Path, records: list[dict[str, Any]], variants: list[dict[str, Any]] = (),
+                rates: dict[str, dict[str, float]] | None = None) -> dict[str, dict[str, str]]:
     """`causes.json` of a results folder: {"TASK/seed-N" or "TASK/VARIANT/seed-N": {"part": one of
-    CAUSE_PARTS, "why": text}}.
+    CAUSE_PARTS, "why": text}}, and "TASK/seed-N/60-min" for why a preset record is under the hour's goal.
 
     Each key must name a record of the folder (the preset's or a variant's: a record that was the preset's
-    keeps its cause when the preset moves on) and each part one of CAUSE_PARTS, so a typo fails loudly
-    instead of leaving a shortfall unexplained in the table.
+    keeps its cause when the preset moves on; an hour's cause only a preset record, as only the table shows
+    the hour) and each part one of CAUSE_PARTS, so a typo fails loudly instead of leaving a shortfall
+    unexplained in the table; a cause for a goal met, at the end or within the hour (at `rates`), is stale.
     """
     path = Path(directory) / "causes.json"
     if not path.exists():
@@ -362,13 +381,18 @@ def load_causes(directory: Path, records: list[dict[str, Any]],
     if not isinstance(causes, dict):
         raise ValueError(f"{path} must hold an object keyed by TASK/seed-N, got {type(causes).__name__}")
     known = {cause_key(r): r for r in [*records, *variants]}
+    known.update({cause_key(r) + HOUR_CAUSE: r for r in records})
     for key, cause in causes.items():
         if key not in known:
             raise ValueError(f"{path}: {key!r} names no record here; records: {', '.join(sorted(known))}")
         if not isinstance(cause, dict) or cause.get("part") not in CAUSE_PARTS or not cause.get("why"):
             raise ValueError(f"{path}: {key!r} must be {{\"part\": one of {', '.join(CAUSE_PARTS)}, "
                              f"\"why\": text}}, got {cause!r}")
-        if _verdict(known[key]) == "goal met":  # a rerun that met its goal leaves a stale cause behind
+        if key.endswith(HOUR_CAUSE):
+            if not hour_short(known[key], rates or {}):
+                raise ValueError(f"{path}: {key!r} tests at least {HOUR_FACTOR:g}x random within "
+                                 f"{HOUR_MINUTES:g} minutes; remove its cause")
+        elif _verdict(known[key]) == "goal met":  # a rerun that met its goal leaves a stale cause behind
             raise ValueError(f"{path}: {key!r} meets its goal; remove its cause")
     return causes
 
@@ -379,6 +403,33 @@ def _cause_cell(record: dict[str, Any], causes: dict[str, dict[str, str]]) -> st
     if cause:
         return f"{cause['part']}: {cause['why']}"
     return "not yet found" if _verdict(record) not in (None, "goal met") else "-"
+
+
+def _hour_cause_cell(record: dict[str, Any], causes: dict[str, dict[str, str]],
+                     rates: dict[str, dict[str, float]]) -> str:
+    """Where a record is under the hour's goal and why; "-" where it is not."""
+    if not hour_short(record, rates):
+        return "-"
+    cause = causes.get(cause_key(record) + HOUR_CAUSE)
+    return f"{cause['part']}: {cause['why']}" if cause else "not yet found"
+
+
+def hour_mean(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> str:
+    """A task's test return within the hour, averaged over its seeds, against HOUR_FACTOR x random: issue
+    13's bar for every task. A seed with no test phase within the hour counts as short and adds no return."""
+    points = [_at(r, HOUR_MINUTES, rates) for r in records]
+    means = [p["mean"] for p in points if p is not None]
+    if not means:
+        return "-"
+    mean = float(np.mean(means))
+    figure = f"{mean:.1f}" + (f" +- {np.std(means, ddof=1) / np.sqrt(len(means)):.1f}" if len(means) > 1 else "")
+    at = sum(not hour_short(r, rates) for r in records)
+    text = f"{figure} ({at} of {len(records)} seed{'s' if len(records) > 1 else ''} at {HOUR_FACTOR:g}x random"
+    targets = {round(hour_target(r), 6) for r in records}
+    if len(targets) == 1 and len(means) == len(records):
+        target = hour_target(records[0])
+        text += f"; the mean {'meets' if mean >= target else 'misses'} {target:.1f}"
+    return text + ")"
 
 
 def variant_causes(variants: list[dict[str, Any]], causes: dict[str, dict[str, str]]) -> str:
@@ -425,7 +476,11 @@ def table(records: list[dict[str, Any]], rates: dict[str, dict[str, float]],
     per_task(f"random policy (more episodes: benchmarks/random_policy.py, {RANDOM_POLICY_FILE})",
              lambda t: _measured_cell(by_task[t][0]))
     per_task("test return at 30 min", lambda t: joined(t, lambda r: _cell(_at(r, 30, rates))))
-    per_task("test return at 60 min", lambda t: joined(t, lambda r: _cell(_at(r, 60, rates))))
+    per_task(f"test return at {HOUR_MINUTES:g} min", lambda t: joined(t, lambda r: _cell(_at(r, HOUR_MINUTES, rates))))
+    per_task(f"mean over seeds at {HOUR_MINUTES:g} min (standard error across seeds), against {HOUR_FACTOR:g}x "
+             f"random", lambda t: hour_mean(seeds(t), rates))
+    per_task(f"where it is under {HOUR_FACTOR:g}x random at {HOUR_MINUTES:g} min, and why",
+             lambda t: joined(t, lambda r: _hour_cause_cell(r, causes or {}, rates)))
     per_task("test return at the end", lambda t: joined(t, lambda r: _cell(_at(r, None, rates))))
     per_task("mean of the last 3 test phases", lambda t: joined(t, _last_three))
     per_task("mean over seeds of that mean (standard error across seeds)", lambda t: seeds_mean(seeds(t)))
@@ -738,8 +793,8 @@ def write_results(directory: Path) -> list[Path]:
     directory = Path(directory)
     records = load_records(directory)
     variants = load_variants(directory)
-    causes = load_causes(directory, records, variants)
     rates = read_rates(directory / "rates.json")
+    causes = load_causes(directory, records, variants, rates)
     minutes = (f"Minutes are estimated from each run's updates and decisions at the idle rates in rates.json, "
                f"since the runs shared the machine{_rates_machine(rates)}." if rates else
                "Minutes are measured wall-clock.")
