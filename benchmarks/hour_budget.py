@@ -12,8 +12,10 @@ times the simulator alone with random actions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -63,7 +65,8 @@ def measure(task: str, preset: str, updates: int, overrides: tuple[str, ...] = (
         run_dir = Path(tmp) / "run-00"
         prepare_run_dir(run_dir, cfg, {})
         start = time.time()
-        PlanetRun(run_dir, cfg, progress=False).run()
+        with contextlib.redirect_stdout(sys.stderr):  # the run's progress lines; stdout holds only JSON
+            PlanetRun(run_dir, cfg, progress=False).run()
         metrics = read_json_lines(run_dir / "metrics.jsonl")
         tests = read_json_lines(run_dir / "tests.jsonl")
     seed_s = metrics[0]["time"] - start  # the parameter counts are logged once seeding is done

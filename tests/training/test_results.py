@@ -587,7 +587,7 @@ def test_the_readme_summary_shows_what_the_committed_records_hold():
         assert (planet, dreamer) == (str(PUBLISHED[task]["planet_100k"]), str(PUBLISHED[task]["dreamer_100k"]))
 
 
-def test_hour_budget_prices_the_preset_with_the_overrides_it_is_given(monkeypatch):
+def test_hour_budget_prices_the_preset_with_the_overrides_it_is_given(monkeypatch, capsys):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     import hour_budget
 
@@ -598,6 +598,8 @@ def test_hour_budget_prices_the_preset_with_the_overrides_it_is_given(monkeypatc
     result = hour_budget.measure("mock", "debug", 4, ("data.batch_size=2",))
     assert result["overrides"] == ["data.batch_size=2"] and result["update_s"] > 0
     assert len(built) == 2 and all("data.batch_size=2" in overrides for overrides in built)  # trained and priced
+    out = capsys.readouterr()
+    assert out.out == "" and "run-00 update 4/4" in out.err  # progress to stderr, so stdout stays JSON lines
     with pytest.raises(ValueError, match=r"optim\.lrr"):
         hour_budget.measure("mock", "debug", 4, ("optim.lrr=1",))
     monkeypatch.setattr(sys, "argv", ["hour_budget.py", "--tasks", "mock", "--set", "data.batch_size=2",
