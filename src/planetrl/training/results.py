@@ -202,6 +202,11 @@ def _cell(point: dict[str, Any] | None) -> str:
             f"{point['env_steps'] / 1000:.0f}k steps, {point['minutes']:.0f} min)")
 
 
+def standard_error(values: list[float]) -> float:
+    """The standard error of the mean of `values` (at least two): their sample deviation over sqrt(n)."""
+    return float(np.std(values, ddof=1) / np.sqrt(len(values)))
+
+
 RANDOM_POLICY_FILE = "random-policy.jsonl"
 """A results folder's measurement of the random policy per task (benchmarks/random_policy.py's output)."""
 
@@ -233,7 +238,7 @@ def load_random_policy(directory: Path) -> dict[str, dict[str, Any]]:
         if row["task"] in measured:
             raise ValueError(f"{path}, line {number}: {row['task']!r} is measured twice; keep one line per task")
         measured[row["task"]] = {"task": row["task"], "episodes": len(returns), "mean": float(np.mean(returns)),
-                                 "sem": float(np.std(returns, ddof=1) / np.sqrt(len(returns)))}
+                                 "sem": standard_error(returns)}
     return measured
 
 
@@ -331,7 +336,7 @@ def seeds_mean(records: list[dict[str, Any]]) -> str:
     mean, target = float(np.mean(means)), goal(counted[0])
     figure = f"{mean:.2f}" if target is not None and mean < target <= round(mean, 1) else f"{mean:.1f}"
     if len(means) > 1:
-        figure += f" +- {np.std(means, ddof=1) / np.sqrt(len(means)):.1f}"
+        figure += f" +- {standard_error(means):.1f}"
     met = sum(_verdict(r) == "goal met" for r in counted)
     text = f"{figure} ({met} of {len(means)} seed{'s' if len(means) > 1 else ''} at the goal"
     if all(goal(r) == target for r in counted):
@@ -422,12 +427,12 @@ def hour_mean(records: list[dict[str, Any]], rates: dict[str, dict[str, float]])
     if not means:
         return "-"
     mean = float(np.mean(means))
-    figure = f"{mean:.1f}" + (f" +- {np.std(means, ddof=1) / np.sqrt(len(means)):.1f}" if len(means) > 1 else "")
+    figure = f"{mean:.1f}" + (f" +- {standard_error(means):.1f}" if len(means) > 1 else "")
     at = sum(not hour_short(r, rates) for r in records)
     text = f"{figure} ({at} of {len(records)} seed{'s' if len(records) > 1 else ''} at {HOUR_FACTOR:g}x random"
     targets = {round(hour_target(r), 6) for r in records}
     if len(targets) == 1 and len(means) == len(records):
-        target = hour_target(records[0])
+        target = targets.pop()
         text += f"; the mean {'meets' if mean >= target else 'misses'} {target:.1f}"
     return text + ")"
 
