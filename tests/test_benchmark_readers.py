@@ -480,6 +480,32 @@ def test_cem_speed_times_the_planner_and_model_of_the_preset_and_overrides_it_is
 
 
 
+def test_rssm_loop_precision_times_both_dtypes_at_each_batch_asked(monkeypatch, capsys):
+    import json
+
+    import rssm_loop_precision
+
+    monkeypatch.setattr(sys, "argv", ["rssm_loop_precision.py", "--preset", "debug", "--batches", "2,3",
+                                      "--rounds", "1"])
+    rssm_loop_precision.main()
+    lines = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()]
+    assert [line["batch"] for line in lines] == [2, 3]
+    for line in lines:
+        assert line["fp32_ms"] > 0 and line["bf16_ms"] > 0
+        assert line["bf16_over_fp32"] == pytest.approx(line["bf16_ms"] / line["fp32_ms"], abs=1e-3)
+        assert 0 < line["max_abs_diff"] < 0.5  # bf16 rounds, yet filters the same sequence
+
+
+@pytest.mark.parametrize("bad", ["8,x", "0,16", ""])
+def test_rssm_loop_precision_refuses_a_batch_that_is_not_a_size_and_names_it(bad, monkeypatch, capsys):
+    import rssm_loop_precision
+
+    monkeypatch.setattr(sys, "argv", ["rssm_loop_precision.py", "--batches", bad])
+    with pytest.raises(SystemExit):
+        rssm_loop_precision.main()
+    assert f"--batches must be a comma list of batch sizes of at least 1, got {bad!r}" in capsys.readouterr().err
+
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 

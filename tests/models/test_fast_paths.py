@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from planetrl import config as C
-from planetrl.models import world_model
+from planetrl.models import fused_rssm, world_model
 from planetrl.models.networks import ConvDecoder, dense_deconv, phase_deconv
 from planetrl.models.rssm import LatentDynamics
 from planetrl.models.world_model import resolve_precision
@@ -63,6 +63,22 @@ def test_fused_observe_resets_at_an_episode_start() -> None:
     # At a reset the belief is the GRU of zeros and the step's action, whatever came (and was sampled) before.
     assert not torch.allclose(posterior["deter"][1, 4], torch.zeros(24))
     torch.testing.assert_close(posterior["deter"][1, 4], alone["deter"][0, 0], atol=1e-5, rtol=1e-5)
+
+
+def test_fused_observe_in_bf16_tracks_float32_and_passes_gradients() -> None:
+    """The bf16 loop, kept to measure training's float32 choice, computes the same filter to bf16's precision."""
+    dynamics = _dynamics()
+    embeds, actions, is_first = _sequence()
+    outputs = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        dynamics.zero_grad()
+        posterior, prior = fused_rssm.observe(dynamics, embeds, actions, is_first, None, sample=False, dtype=dtype)
+        assert posterior["mean"].dtype == prior["std"].dtype == dtype
+        sum(value.float().square().sum() for value in (*posterior.values(), prior["mean"])).backward()
+        assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in dynamics.gru.parameters())
+        outputs[dtype] = posterior["mean"].float()
+    torch.testing.assert_close(outputs[torch.bfloat16], outputs[torch.float32], atol=0.05, rtol=0.05)
+    assert not torch.equal(outputs[torch.bfloat16], outputs[torch.float32])
 
 
 @pytest.mark.parametrize("sample", [True, False])

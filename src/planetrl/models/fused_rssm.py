@@ -88,18 +88,23 @@ class _Cell:
 
 
 def observe(dynamics: torch.nn.Module, embeds: torch.Tensor, actions: torch.Tensor, is_first: torch.Tensor,
-            state: State | None, sample: bool = True) -> tuple[State, State]:
-    """`LatentDynamics.observe` for the RSSM with the block GRU; float32 (B, T, ...) outputs."""
+            state: State | None, sample: bool = True, dtype: torch.dtype = torch.float32) -> tuple[State, State]:
+    """`LatentDynamics.observe` for the RSSM with the block GRU; (B, T, ...) outputs in `dtype`.
+
+    Training runs it in float32; `dtype=torch.bfloat16` (weights cast once per call) is there to measure
+    that choice (benchmarks/rssm_loop_precision.py).
+    """
     with _no_autocast(embeds.device):
         batch, steps = embeds.shape[:2]
-        cell = _Cell(dynamics)
-        keep_all = (~is_first).float()[..., None]
-        action_parts = F.linear(actions.float() * keep_all, cell.action_in, cell.transition_bias)
+        cell = _Cell(dynamics, dtype)
+        keep_all = (~is_first).to(dtype)[..., None]
+        action_parts = F.linear(actions.to(dtype) * keep_all, cell.action_in, cell.transition_bias)
         posterior_hidden = dynamics.posterior_hidden
-        deter_post = posterior_hidden.weight[:, :dynamics.belief_size].t()
-        embed_parts = F.linear(embeds.float(), posterior_hidden.weight[:, dynamics.belief_size:], posterior_hidden.bias)
+        deter_post = posterior_hidden.weight[:, :dynamics.belief_size].t().to(dtype)
+        embed_parts = F.linear(embeds.to(dtype), posterior_hidden.weight[:, dynamics.belief_size:].to(dtype),
+                               posterior_hidden.bias.to(dtype))
         start = state or dynamics.initial(batch, embeds.device)
-        deter, stoch = start["deter"].float(), start["stoch"].float()
+        deter, stoch = start["deter"].to(dtype), start["stoch"].to(dtype)
         gate_input = cell.gate_input(deter)
         posts: list[tuple[torch.Tensor, ...]] = []
         priors: list[tuple[torch.Tensor, ...]] = []
