@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -494,6 +495,25 @@ def test_rssm_loop_precision_times_both_dtypes_at_each_batch_asked(monkeypatch, 
         assert line["fp32_ms"] > 0 and line["bf16_ms"] > 0
         assert line["bf16_over_fp32"] == pytest.approx(line["bf16_ms"] / line["fp32_ms"], abs=1e-3)
         assert 0 < line["max_abs_diff"] < 0.5  # bf16 rounds, yet filters the same sequence
+
+
+def test_rssm_loop_precision_measures_rounding_not_a_different_noise_stream(monkeypatch, capsys):
+    """At 50 x 4 numbers torch's bf16 normal draw is another stream than float32's; the difference the script
+    reports must still be bf16's rounding, not two noises."""
+    import json
+
+    import rssm_loop_precision
+
+    torch.manual_seed(0)
+    fp32 = torch.randn(50, 4)
+    torch.manual_seed(0)
+    bf16 = torch.randn(50, 4, dtype=torch.bfloat16)
+    assert (fp32 - bf16.float()).abs().max() > 0.5  # the trap this test is about is there
+    monkeypatch.setattr(sys, "argv", ["rssm_loop_precision.py", "--preset", "debug", "--batches", "50",
+                                      "--rounds", "1"])
+    rssm_loop_precision.main()
+    (line,) = [json.loads(text) for text in capsys.readouterr().out.strip().splitlines()]
+    assert line["max_abs_diff"] < 0.1
 
 
 @pytest.mark.parametrize("bad", ["8,x", "0,16", ""])

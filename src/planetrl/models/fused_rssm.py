@@ -8,8 +8,9 @@ time index, so their cost is per-operation overhead, not FLOPs. These versions:
   all steps in one matrix product before the loop;
 - split each concatenation [x, h] W into x W_x + h W_h with in-place `addmm`,
   so no step allocates a concatenation;
-- run training's loop in float32 with autocast off: at batch 8 bf16 buys no
-  arithmetic and its casts cost more than they save; the planner's rollout
+- run training's loop in float32 with autocast off: at the preset's batch of
+  16 (and at 8) bf16's casts cost more than its arithmetic saves, by 17-45%
+  (`benchmarks/rssm_loop_precision.py`); the planner's rollout
   (hundreds of candidates) runs in the autocast dtype with its weights cast
   once per call, not once per operation (BENCHMARKS.md).
 
