@@ -20,8 +20,8 @@ $(STAMP): pyproject.toml constraints.txt scripts/debian-packages.sh
 
 install: $(STAMP)
 
-# The main job: PlaNet on cartpole-swingup from pixels, sized for a 2-core CPU (about an hour with
-# native bf16, about 1.8 hours on an AVX2 CPU in fp32).
+# The main job: PlaNet on cartpole-swingup from pixels, sized for a 2-core CPU (about 80 minutes with
+# native bf16; longer on an AVX2 CPU in fp32, where batch 8 took 1.8 to 2.7 hours: README).
 # Running it again resumes; the logs and videos are printed at the end.
 run: $(STAMP)
 	$(BIN)/planetrl train --task cartpole-swingup --preset cpu --logdir $(LOGDIR)

@@ -380,6 +380,49 @@ def test_the_walker_readout_tells_standing_from_lying_and_reads_the_forward_spee
         horizon=2, iterations=1, candidates=4, elites=2))
 
 
+def test_the_standing_start_puts_the_walker_upright_at_rest_and_counts_decisions_until_it_drops():
+    from dm_control import suite
+
+    from walker_standing_start import held_decisions, stand_up
+
+    physics = suite.load("walker", "walk", task_kwargs={"random": 0}).physics
+    with physics.reset_context():
+        physics.data.qpos[3:] = 0.8  # bent joints, as the task's random start has them
+        physics.data.qvel[:] = 0.5
+    stand_up(physics)
+    assert physics.torso_height() == pytest.approx(1.3) and physics.torso_upright() == pytest.approx(1.0)
+    assert not physics.data.qvel.any()
+    assert held_decisions([1.3, 1.1, 0.99, 1.2]) == 2 and held_decisions([1.3, 1.05]) == 2
+    assert held_decisions([0.5]) == 0
+
+
+def test_walker_standing_start_runs_an_agent_and_the_passive_baseline_from_both_starts(tmp_path, capsys):
+    """The standing start reaches the env the policy steps: a passive walker stays at standing height from
+    rest, where from the task's own start (joints at random) it is already folding."""
+    import json
+
+    import walker_standing_start
+    from planetrl.cli import main
+
+    assert main(["train", "--logdir", str(tmp_path), "--preset", "debug", "--task", "walker-walk", "--no-progress",
+                 "--set", "train.total_updates=2", "--set", "train.test_every=2", "--set", "train.seed_episodes=1",
+                 "--set", "train.test_episodes=1", "--set", "env.fast_render=true"]) == 0
+    capsys.readouterr()
+    walker_standing_start.main([str(tmp_path / "run-00"), "--episodes", "1", "--decisions", "6", "--baseline"])
+    lines = [json.loads(text) for text in capsys.readouterr().out.strip().splitlines()]
+    episodes = {(line["start"], line["policy"]): line for line in lines if "seed" in line}
+    assert sorted(episodes) == [("standing", "agent"), ("standing", "zero"), ("task", "agent"), ("task", "zero")]
+    assert len(lines) == 8 and all(line["updates"] == 2 for line in lines)
+    assert episodes["standing", "zero"]["standing_share"] == 1.0
+    assert episodes["standing", "zero"]["held_decisions"] == 6
+    assert episodes["task", "zero"]["standing_share"] < 1.0
+    for line in episodes.values():
+        assert line["decisions"] == 6 and 0 <= line["held_decisions"] <= 6
+    with pytest.raises(SystemExit):
+        walker_standing_start.main([str(tmp_path / "run-00"), "--starts", "standing,sitting"])
+    assert "--starts takes a comma list of standing, task; got 'standing,sitting'" in capsys.readouterr().err
+
+
 def test_random_policy_measures_the_policy_over_the_episodes_asked_and_repeats_with_its_seed():
     import random_policy
 
