@@ -378,6 +378,14 @@ def test_the_walker_readout_tells_standing_from_lying_and_reads_the_forward_spee
     assert line["decisions"] == 3 and 0.0 <= line["standing_share"] <= 1.0 and "mean_speed" in line
     assert "standing_share" not in run_episode("cartpole-balance", seed=0, decisions=2, settings=CEMSettings(
         horizon=2, iterations=1, candidates=4, elites=2))
+    # from the rest pose no plan can bring the torso down 0.3 m in 2 decisions (0.1 s: 5 cm in free fall)
+    tall = run_episode("walker-walk", seed=0, decisions=2, settings=CEMSettings(
+        horizon=2, iterations=1, candidates=4, elites=2), standing=True)
+    assert tall["start"] == "standing" and tall["held_decisions"] == 2 and tall["standing_share"] == 1.0
+    assert "start" not in line
+    with pytest.raises(ValueError, match="'cartpole-balance' is not a walker task"):
+        run_episode("cartpole-balance", seed=0, decisions=2, settings=CEMSettings(
+            horizon=2, iterations=1, candidates=4, elites=2), standing=True)
 
 
 def test_the_standing_start_puts_the_walker_upright_at_rest_and_counts_decisions_until_it_drops():
