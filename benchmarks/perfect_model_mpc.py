@@ -8,10 +8,9 @@ earn with a perfect model; a learned agent cannot be expected above it, and a ru
 in its model or its schedule, not in the search.
 
 Prints one JSON line per episode (return, rewarded decisions, seconds; on walker-walk also the share of
-decisions with the torso at standing height, the mean forward speed, which its reward pays for, and the
-decisions before the torso first drops under 1.0 m) and a
-last summary line. With `--standing` a walker starts from its rest pose, upright and still, as
-`walker_standing_start.py` gives it to a learned agent.
+decisions with the torso at standing height and the mean forward speed, which its reward pays for, and the
+decisions before the torso first drops under 1.0 m) and a last summary line. With `--standing` a walker
+starts from its rest pose, upright and still, as `walker_standing_start.py` gives it to a learned agent.
 
     python benchmarks/perfect_model_mpc.py finger-spin [--episodes 3] [--decisions 250] [--seed 0]
         [--candidates 300 --elites 30 --iterations 8 --horizon 12] [--standing]

@@ -142,8 +142,8 @@ class SimulatorObjective:
         return torch.as_tensor(self.sim.returns(self.state, actions.double().numpy()), dtype=torch.float32)
 
 
-class _EnvBatch:
-    """One env of the task's actions, as `build_mpc_agent` reads an env batch."""
+class OneEnvBatch:
+    """One env of the task's actions (in [-1, 1]), as `build_mpc_agent` reads an env batch."""
 
     def __init__(self, action_size: int) -> None:
         self.action_space = gym.spaces.Box(-1.0, 1.0, (action_size,), np.float32)
@@ -196,7 +196,7 @@ def main() -> None:
     torch.manual_seed(args.seed)
     posterior, _ = model.observe(data["image"], data["action"], data["is_first"])
     # the run's planner: its settings and objective
-    agent = build_mpc_agent(cfg, model, _EnvBatch(sim.action_size), seed=args.seed)
+    agent = build_mpc_agent(cfg, model, OneEnvBatch(sim.action_size), seed=args.seed)
     settings = agent.settings
     rng = np.random.default_rng(args.seed)
     for t in (int(d) for d in args.decisions.split(",")):

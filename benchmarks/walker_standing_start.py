@@ -25,22 +25,13 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+from plan_ranking import OneEnvBatch
 from planetrl.cli.common import at_least
 from planetrl.envs.make import make_env
 from planetrl.training.planet import build_mpc_agent, load_trained
 
 STARTS = ("standing", "task")
 HELD_HEIGHT = 1.0  # m: above it walker-walk's standing term still pays 0.78 of its best (1.2 m, margin 0.6)
-
-
-class _OneEnv:
-    """One env of the task's actions, as `build_mpc_agent` reads an env batch."""
-
-    def __init__(self, action_space: gym.Space) -> None:
-        self.action_space = action_space
-
-    def __len__(self) -> int:
-        return 1
 
 
 def stand_up(physics) -> None:
@@ -118,7 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     if not cfg.env.task.startswith("walker"):
         parser.error(f"{args.run_dir} trained on {cfg.env.task!r}; this reads a walker task's run")
     env = make_env(cfg.env, seed=args.seed)
-    agent = build_mpc_agent(cfg, model, _OneEnv(env.action_space), seed=args.seed)
+    agent = build_mpc_agent(cfg, model, OneEnvBatch(int(env.action_space.shape[0])), seed=args.seed)
     for start in args.starts:
         for policy in [agent, None] if args.baseline else [agent]:
             lines = []
