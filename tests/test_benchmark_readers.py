@@ -431,6 +431,51 @@ def test_walker_standing_start_runs_an_agent_and_the_passive_baseline_from_both_
     assert "--starts takes a comma list of standing, task; got 'standing,sitting'" in capsys.readouterr().err
 
 
+def test_walker_valuation_scores_a_model_on_a_walking_episode_it_keeps_and_reads_back(tmp_path, capsys):
+    """The walking episode starts upright (the perfect-model agent from the rest pose), its stored physics
+    states reproduce its rewards on the simulator (checked inside), every scored decision has a whole horizon
+    after it, the run's own test episode of the phase is found by its return, and the kept episode file gives
+    the same scores as the episode driven afresh."""
+    import json
+
+    import numpy as np
+
+    import walker_valuation
+    from planetrl.cli import main
+
+    assert main(["train", "--logdir", str(tmp_path), "--preset", "debug", "--task", "walker-walk", "--no-progress",
+                 "--set", "train.total_updates=2", "--set", "train.test_every=2", "--set", "train.seed_episodes=1",
+                 "--set", "train.test_episodes=1", "--set", "env.fast_render=true", "--set", "planner.horizon=3",
+                 "--set", "planner.candidates=6", "--set", "planner.elites=2", "--set", "planner.iterations=1"]) == 0
+    capsys.readouterr()
+    kept = tmp_path / "walking.npz"
+    argv = [str(tmp_path / "run-00"), "--decisions", "6", "--every", "2", "--candidates", "4", "--episode-file",
+            str(kept)]
+    walker_valuation.main(argv)
+    first = [json.loads(text) for text in capsys.readouterr().out.strip().splitlines()]
+    with np.load(kept) as episode:
+        assert episode["image"].shape == (7, 64, 64, 3) and episode["physics"].shape[0] == 7
+        assert episode["height"][0] == pytest.approx(1.3) and episode["is_first"].tolist() == [True] + [False] * 6
+        walking = episode["reward"]
+    # starts 0, 2 (start 3 leaves no whole horizon of 3 after it in 6 decisions)
+    assert [line["decision"] for line in first[:-1]] == [0, 2]
+    for line in first[:-1]:
+        t = line["decision"]
+        assert line["walking"]["true"] == pytest.approx(walking[t + 1:t + 4].sum(), abs=0.01)
+        assert 0 <= line["agent"]["true"] <= 3 * 2 + 1e-6  # walker-walk pays at most 1 a step, 2 a decision
+    summary = first[-1]["summary"]
+    assert summary["decisions"] == 6 and summary["scored"] == 2
+    assert summary["own_tests"]["episodes"] == 1  # the one test episode of the phase at update 2
+    assert summary["walking_return"] == pytest.approx(walking[1:].sum(), abs=0.01)
+    walker_valuation.main(argv)
+    assert [json.loads(text) for text in capsys.readouterr().out.strip().splitlines()] == first
+    with pytest.raises(SystemExit):
+        walker_valuation.main([str(tmp_path / "run-00"), "--decisions", "3"])
+    assert "--decisions 3 leaves no whole horizon of 3 to score" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match=r"holds a walking episode of .'seed': 0.*--seed: .'seed': 1"):
+        walker_valuation.main([*argv, "--seed", "1"])
+
+
 def test_random_policy_measures_the_policy_over_the_episodes_asked_and_repeats_with_its_seed():
     import random_policy
 
