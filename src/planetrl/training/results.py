@@ -54,10 +54,9 @@ HOUR_FACTOR = 2.0
 policy's, on every task."""
 HOUR_CAUSE = "/60-min"
 """Suffix of a record's key in `causes.json` for why it is under HOUR_FACTOR x random within the hour."""
-CODE_ONLY_VARIANTS = ("before-fixes", "fp32-avx2", "standing-start")
-"""Variant names that rerun a preset with older code, on another machine or as the run behind a measurement
-(standing-start: walker-walk seed 6, stopped with its session), not a lever; their config differences are
-bookkeeping, and they are no other record's base."""
+CODE_ONLY_VARIANTS = ("before-fixes", "fp32-avx2")
+"""Variant names that rerun a preset with older code or on another machine, not a lever; their config
+differences are bookkeeping, and they are no other record's base."""
 
 
 def export_record(run_dir: Path, out: Path) -> Path:
