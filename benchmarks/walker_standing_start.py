@@ -13,7 +13,7 @@ decisions at the reward's standing height of 1.2 m, the median torso height and 
 and one summary line per start and policy.
 
     python benchmarks/walker_standing_start.py RUN_DIR [--checkpoint U] [--episodes 3] [--decisions 150]
-        [--seed 0] [--starts standing,task] [--baseline]
+        [--seed 0] [--starts standing,task] [--baseline] [--noise S [--correlation C]]
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def held_decisions(heights: list[float], threshold: float = HELD_HEIGHT) -> int:
     return next((i for i, height in enumerate(heights) if height < threshold), len(heights))
 
 
-def run_episode(env: gym.Env, agent, start: str, seed: int, decisions: int) -> dict:
-    """One episode of the agent (None: no torque) from `start`; heights and speeds are read after each
-    decision."""
+def run_episode(env: gym.Env, agent, start: str, seed: int, decisions: int, explore: bool = False) -> dict:
+    """One episode of the agent (None: no torque) from `start`, with its exploration noise when `explore`;
+    heights and speeds are read after each decision."""
     from dm_control.suite import walker
 
     obs, _ = env.reset(seed=seed)
@@ -64,7 +64,7 @@ def run_episode(env: gym.Env, agent, start: str, seed: int, decisions: int) -> d
         if agent is None:
             action = np.zeros(env.action_space.shape, np.float32)
         else:
-            action = agent.act({"image": np.ascontiguousarray(obs["image"])[None]}, explore=False)[0]
+            action = agent.act({"image": np.ascontiguousarray(obs["image"])[None]}, explore=explore)[0]
         obs, reward, terminated, truncated, _ = env.step(action)
         rewards.append(float(reward))
         heights.append(float(physics.torso_height()))
@@ -104,21 +104,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the first episode's start seed")
     parser.add_argument("--starts", type=parse_starts, default=list(STARTS))
     parser.add_argument("--baseline", action="store_true", help="also run a walker that applies no torque")
+    parser.add_argument("--noise", type=float, default=None,
+                        help="act with exploration noise of this scale, as collection does (default: none, as tests)")
+    parser.add_argument("--correlation", type=float, default=0.0,
+                        help="the exploration noise's correlation over decisions, in [0, 1); with --noise")
     args = parser.parse_args(argv)
+    if args.noise is not None and args.noise <= 0:
+        parser.error(f"--noise must be above 0; got {args.noise}")
+    if not 0.0 <= args.correlation < 1.0:
+        parser.error(f"--correlation must be in [0, 1); got {args.correlation}")
+    if args.correlation and args.noise is None:
+        parser.error("--correlation needs --noise")
     cfg, model, updates = load_trained(args.run_dir, "cpu", args.checkpoint)
     if not cfg.env.task.startswith("walker"):
         parser.error(f"{args.run_dir} trained on {cfg.env.task!r}; this reads a walker task's run")
     env = make_env(cfg.env, seed=args.seed)
-    agent = build_mpc_agent(cfg, model, OneEnvBatch(int(env.action_space.shape[0])), seed=args.seed)
+    agent = build_mpc_agent(cfg, model, OneEnvBatch(int(env.action_space.shape[0])), seed=args.seed,
+                            noise=args.noise, correlation=args.correlation)
+    explore = args.noise is not None
+    scheme = {"noise": args.noise, "correlation": args.correlation} if explore else {}
     for start in args.starts:
         for policy in [agent, None] if args.baseline else [agent]:
             lines = []
             for episode in range(args.episodes):
-                line = {"run": str(args.run_dir), "updates": updates,
-                        **run_episode(env, policy, start, args.seed + episode, args.decisions)}
+                line = {"run": str(args.run_dir), "updates": updates, **(scheme if policy is agent else {}),
+                        **run_episode(env, policy, start, args.seed + episode, args.decisions,
+                                      explore and policy is agent)}
                 lines.append(line)
                 print(json.dumps(line), flush=True)
-            print(json.dumps({"run": str(args.run_dir), "updates": updates, **summary(lines)}), flush=True)
+            print(json.dumps({"run": str(args.run_dir), "updates": updates, **(scheme if policy is agent else {}),
+                              **summary(lines)}), flush=True)
     env.close()
 
 

@@ -431,6 +431,105 @@ def test_walker_standing_start_runs_an_agent_and_the_passive_baseline_from_both_
     assert "--starts takes a comma list of standing, task; got 'standing,sitting'" in capsys.readouterr().err
 
 
+def test_walker_standing_start_explores_only_when_asked_and_labels_the_scheme(tmp_path, capsys):
+    """`--noise` makes the agent act as collection does (explore=True, at that noise and correlation) and puts
+    the scheme on its lines; without it the agent acts as in a test phase; bad schemes are refused by name."""
+    import json
+
+    import walker_standing_start
+    from planetrl.cli import main
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.explore: list[bool] = []
+
+        def reset(self, indices) -> None:
+            pass
+
+        def act(self, obs, explore=False):
+            self.explore.append(explore)
+            return np.zeros((1, 6), np.float32)
+
+    from planetrl.config import build
+    from planetrl.envs.make import make_env
+
+    env = make_env(build(preset="debug", overrides=["env.task=walker-walk"]).env, seed=0)
+    for explore in (False, True):
+        agent = Recorder()
+        walker_standing_start.run_episode(env, agent, "task", seed=0, decisions=3, explore=explore)
+        assert agent.explore == [explore] * 3
+    env.close()
+
+    assert main(["train", "--logdir", str(tmp_path), "--preset", "debug", "--task", "walker-walk", "--no-progress",
+                 "--set", "train.total_updates=1", "--set", "train.test_every=1", "--set", "train.seed_episodes=1",
+                 "--set", "train.test_episodes=1", "--set", "env.fast_render=true"]) == 0
+    capsys.readouterr()
+    walker_standing_start.main([str(tmp_path / "run-00"), "--starts", "task", "--episodes", "1", "--decisions", "3",
+                                "--noise", "0.5", "--correlation", "0.9", "--baseline"])
+    lines = [json.loads(text) for text in capsys.readouterr().out.strip().splitlines()]
+    agent_lines = [line for line in lines if line["policy"] == "agent"]
+    assert len(agent_lines) == 2 and all(line["noise"] == 0.5 and line["correlation"] == 0.9 for line in agent_lines)
+    assert all("noise" not in line for line in lines if line["policy"] == "zero")
+    for bad, message in ((["--noise", "0"], "--noise must be above 0; got 0.0"),
+                         (["--noise", "0.3", "--correlation", "1"], "--correlation must be in [0, 1); got 1.0"),
+                         (["--correlation", "0.5"], "--correlation needs --noise")):
+        with pytest.raises(SystemExit):
+            walker_standing_start.main([str(tmp_path / "run-00"), *bad])
+        assert message in capsys.readouterr().err
+
+
+def test_walker_demonstrations_extend_a_finished_run_with_and_without_added_episodes_alike(tmp_path, capsys):
+    """`drive` writes perfect-model episodes the run's replay reads (each `--copies` times, rendered as the run
+    renders); `extend` trains a copy of the finished run further, the original untouched, and the arm with
+    the added episodes collects exactly the episodes the arm without them does, its replay holding both."""
+    import json
+
+    import walker_demonstrations
+    from planetrl.cli import main
+    from planetrl.data.episodes import list_episodes, read_episode
+
+    run = tmp_path / "run" / "run-00"
+    assert main(["train", "--logdir", str(run.parent), "--preset", "debug", "--task", "walker-walk", "--no-progress",
+                 "--set", "train.total_updates=2", "--set", "train.test_every=2", "--set", "train.seed_episodes=1",
+                 "--set", "train.test_episodes=1", "--set", "env.fast_render=true"]) == 0
+    original = sorted(p.name for p in list_episodes(run / "train_episodes"))
+    capsys.readouterr()
+    walker_demonstrations.main(["drive", str(run), str(tmp_path / "demos"), "--episodes", "2", "--decisions", "3",
+                                "--copies", "2"])
+    lines = [json.loads(text) for text in capsys.readouterr().out.strip().splitlines()]
+    assert [(line["seed"], line["decisions"], line["copies"]) for line in lines] == [(100, 3, 2), (101, 3, 2)]
+    demos = list_episodes(tmp_path / "demos")
+    assert len(demos) == 4
+    episode = read_episode(demos[0])
+    assert episode["image"].shape == (4, 64, 64, 3) and episode["action"].shape == (4, 6)
+    assert episode["is_first"].tolist() == [True, False, False, False] and episode["is_last"][-1]
+    assert float(episode["reward"].sum()) == pytest.approx(lines[0]["return"], abs=0.01) or \
+        float(episode["reward"].sum()) == pytest.approx(lines[1]["return"], abs=0.01)
+
+    arms = {}
+    tested = {}
+    for name, extra in (("control", []), ("demos", ["--add", str(tmp_path / "demos")])):
+        walker_demonstrations.main(["extend", str(run), str(tmp_path / name), "--updates", "8", *extra])
+        arms[name] = tmp_path / name / "run-00"
+        tests = [json.loads(text) for text in (arms[name] / "tests.jsonl").read_text().splitlines()]
+        tested[name] = [t["updates"] for t in tests]
+    assert tested["control"] == tested["demos"] and tested["control"][0] == 2 and tested["control"][-1] == 10
+    held = {name: sorted(p.name for p in list_episodes(path / "train_episodes")) for name, path in arms.items()}
+    demo_names = {p.name for p in demos}
+    assert set(original) <= set(held["control"]) and not demo_names & set(held["control"])
+    assert demo_names <= set(held["demos"])
+    collected = {name: len(names) - len(original) - (len(demos) if name == "demos" else 0)
+                 for name, names in held.items()}
+    assert collected["control"] == collected["demos"] == 2  # collect_every 4: at updates 4 and 8
+    assert sorted(p.name for p in list_episodes(run / "train_episodes")) == original
+    assert (run / "DONE").exists() and "total_updates: 2" in (run / "config.yaml").read_text()
+    with pytest.raises(SystemExit, match="exists; extend into a new directory"):
+        walker_demonstrations.main(["extend", str(run), str(tmp_path / "control")])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="holds no episode files"):
+        walker_demonstrations.main(["extend", str(run), str(tmp_path / "other"), "--add", str(tmp_path / "empty")])
+
+
 def test_walker_valuation_scores_a_model_on_a_walking_episode_it_keeps_and_reads_back(tmp_path, capsys):
     """The walking episode starts upright (the perfect-model agent from the rest pose), its stored physics
     states reproduce its rewards on the simulator (checked inside), every scored decision has a whole horizon
