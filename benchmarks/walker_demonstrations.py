@@ -33,11 +33,11 @@ import torch
 import yaml
 
 from perfect_model_mpc import physics_objective
+from planetrl import config as config_lib
 from planetrl.cli.common import at_least
 from planetrl.data.episodes import list_episodes, write_episode
 from planetrl.envs.make import action_repeat, make_env
 from planetrl.planning.cem import CEMSettings, plan
-from planetrl.training.planet import load_trained
 
 LEFT_BEHIND = ("DONE", "FAIL", "PING", "claims.jsonl", "videos")  # a finished run's markers, and bulk not needed
 
@@ -79,7 +79,7 @@ def demonstration(env, repeat: int, decisions: int, settings: CEMSettings, seed:
 
 
 def drive(args: argparse.Namespace) -> None:
-    cfg, _, _ = load_trained(args.run, "cpu")
+    cfg = config_lib.load(args.run / "config.yaml")
     if not cfg.env.task.startswith("walker"):
         raise SystemExit(f"{args.run} trained on {cfg.env.task!r}; this drives a walker task's episodes")
     p = cfg.planner
