@@ -70,6 +70,14 @@ def test_contradicting_values_are_an_error_not_a_silent_clamp():
                                             r"which is off"):
         C.build("cpu", ["loss.continuation_open_loop=6"])
     assert C.build("cpu128", ["loss.continuation_open_loop=6"]).loss.continuation_open_loop == 6
+    # The cpu preset trains on 32-step sequences: distance 31 is the last with a posterior to compare with.
+    assert C.build("cpu", ["loss.overshooting=31"]).loss.overshooting == 31
+    with pytest.raises(C.ConfigError, match=r"loss.overshooting \(32\) reaches past a training sequence of "
+                                            r"data.chunk_length \(32\) steps.*at most 31"):
+        C.build("cpu", ["loss.overshooting=32"])
+    assert C.build("cpu", ["loss.overshooting=40", "data.chunk_length=41"]).loss.overshooting == 40
+    with pytest.raises(C.ConfigError, match=r"loss.continuation_open_loop \(50\) reaches past"):
+        C.build("cpu128", ["loss.continuation_open_loop=50"])
 
 
 def test_seed_streams_keep_the_arithmetic_that_recorded_runs_used():

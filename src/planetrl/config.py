@@ -106,7 +106,8 @@ class LossConfig:
     image_scale: float = option(1.0, "Scale of the image log-likelihood term; s is a Gaussian of standard "
                                      "deviation 1/sqrt(s) (PlaNet: 1). Larger makes small objects worth more "
                                      "against the KL and the reward.", low=0.0)
-    overshooting: int = option(PAPER["loss.overshooting"], "Latent overshooting distance D; 0 or 1 = off.", low=0)
+    overshooting: int = option(PAPER["loss.overshooting"], "Latent overshooting distance D; 0 or 1 = off; at most "
+                                                                "data.chunk_length - 1.", low=0)
     continuation_scale: float = option(1.0, "Scale of the continuation head's log-likelihood term.", low=0.0)
     terminal_reward: float = option(0.0, "Added to the reward target of terminal steps (a crash, not a time "
                                          "limit): a collision penalty the planner sees when negative. Returns "
@@ -115,7 +116,8 @@ class LossConfig:
                                             "the one-step KL at full weight (as in the original code).", low=0.0)
     continuation_open_loop: int = option(0, "K > 0: the continuation head also learns from the prior's states "
                                             "imagined 1..K steps ahead with the actions taken, as the planner "
-                                            "reads it; 0 = from the filtered (posterior) states only.", low=0)
+                                            "reads it; 0 = from the filtered (posterior) states only; at "
+                                            "most data.chunk_length - 1.", low=0)
     decode_mean: bool = option(False, "Decode the image term from the posterior's mean instead of its sample "
                                       "(PlaNet: false). The KL still prices the sample, and the reward and "
                                       "continuation heads still read it. On highway it kept none of the other "
@@ -339,6 +341,14 @@ def _check_together(cfg: AnyConfig) -> None:
     if isinstance(cfg, Config) and cfg.loss.continuation_open_loop and not cfg.model.continuation:
         raise ConfigError(f"loss.continuation_open_loop ({cfg.loss.continuation_open_loop}) trains the continuation "
                           "head, which is off; add --set model.continuation=true or leave it at 0")
+    if isinstance(cfg, Config):
+        longest = cfg.data.chunk_length - 1  # an open-loop prior d steps ahead needs a posterior d steps later
+        for key, distance in (("loss.overshooting", cfg.loss.overshooting),
+                              ("loss.continuation_open_loop", cfg.loss.continuation_open_loop)):
+            if distance > longest:
+                raise ConfigError(f"{key} ({distance}) reaches past a training sequence of data.chunk_length "
+                                  f"({cfg.data.chunk_length}) steps, where no distance beyond {longest} has a "
+                                  f"target; set it to at most {longest} or raise data.chunk_length")
 
 
 def parse_assignments(items: typing.Iterable[str]) -> dict[str, Any]:
