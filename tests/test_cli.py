@@ -151,6 +151,25 @@ def test_a_file_in_the_way_of_an_output_is_named_before_any_work(tmp_path, capsy
     assert blocked.read_text() == "a file the user keeps"
 
 
+def test_episodes_too_short_for_a_training_chunk_are_named_before_any_episode_is_collected(tmp_path, capsys):
+    """The debug preset's 12 env steps are two cartpole decisions at action repeat 8: this once collected 22
+    random episodes before failing on a chunk none of them could hold."""
+    logdir = tmp_path / "logdir"
+    assert main(["train", "--preset", "debug", "--task", "cartpole-swingup", "--logdir", str(logdir)]) == 2
+    err = capsys.readouterr().err
+    assert ("task 'cartpole-swingup' ends its episodes after 2 decisions (env.episode_steps 12 at action repeat 8), "
+            "so none holds the 6 images of a training chunk") in err
+    assert "lower data.chunk_length to at most 3 or raise env.episode_steps to at least 40" in err
+    assert not logdir.exists()
+    from planetrl.training.runner import check_chunk_fits
+
+    check_chunk_fits(C.build("debug", ["env.task=cartpole-swingup", "env.episode_steps=40"]))  # 5 decisions, 6 images
+    check_chunk_fits(C.build("debug", ["env.task=cartpole-swingup", "data.chunk_length=3"]))
+    check_chunk_fits(C.build("debug", ["env.task=cartpole-swingup", "data.cross_episodes=true"]))
+    with pytest.raises(C.ConfigError, match="after 4 decisions"):
+        check_chunk_fits(C.build("debug", ["env.task=cartpole-swingup", "env.episode_steps=32"]))
+
+
 def test_a_directory_where_an_output_file_goes_is_named(tmp_path, capsys):
     assert main(["eval", "--run", str(tmp_path / "no-run"), "--json", str(tmp_path)]) == 2
     assert f"--json {tmp_path} is a directory; name the file to write" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from planetrl import config as config_lib
+from planetrl.envs.make import action_repeat, decisions_per_episode, episode_steps
 from planetrl.envs.registry import check_requirements, resolve
 from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
 from planetrl.training.rundir import (
@@ -36,9 +37,24 @@ def check_task(name: str) -> None:
         raise config_lib.ConfigError(str(error)) from error
 
 
+def check_chunk_fits(cfg: config_lib.Config) -> None:
+    """ConfigError when the task's time limit ends every episode before it holds one training chunk, which
+    would otherwise surface only after the seed episodes were collected in vain."""
+    decisions = decisions_per_episode(cfg.env)
+    if decisions and decisions + 1 < cfg.data.chunk_length and not cfg.data.cross_episodes:
+        repeat = action_repeat(cfg.env)
+        raise config_lib.ConfigError(
+            f"task {cfg.env.task!r} ends its episodes after {decisions} decisions (env.episode_steps "
+            f"{episode_steps(cfg.env)} at action repeat {repeat}), so none holds the {cfg.data.chunk_length} "
+            f"images of a training chunk (data.chunk_length); lower data.chunk_length to at most "
+            f"{decisions + 1} or raise env.episode_steps to at least {(cfg.data.chunk_length - 1) * repeat}")
+
+
 def check_before_creating(logdir: Path, cfg: config_lib.AnyConfig) -> None:
     """The task, the device and the logdir are checked before any directory is made or marked."""
     check_task(cfg.env.task)
+    if isinstance(cfg, config_lib.Config):
+        check_chunk_fits(cfg)
     try:
         resolve_device(cfg.run.device)
     except RuntimeError as error:
