@@ -168,6 +168,16 @@ def test_episodes_too_short_for_a_training_chunk_are_named_before_any_episode_is
     check_chunk_fits(C.build("debug", ["env.task=cartpole-swingup", "data.cross_episodes=true"]))
     with pytest.raises(C.ConfigError, match="after 4 decisions"):
         check_chunk_fits(C.build("debug", ["env.task=cartpole-swingup", "env.episode_steps=32"]))
+    # The sweep and the Python API stop the same way before anything is made.
+    assert main(["sweep", "--tasks", "mock,cartpole-swingup", "--seeds", "1", "--preset", "debug",
+                 "--logdir", str(logdir)]) == 2
+    assert "task 'cartpole-swingup' ends its episodes after 2 decisions" in capsys.readouterr().err
+    assert not logdir.exists()
+    from planetrl.api import PlaNet
+
+    with pytest.raises(C.ConfigError, match="ends its episodes after 2 decisions"):
+        PlaNet("cartpole-swingup", preset="debug", logdir=logdir).learn()
+    assert not logdir.exists()
 
 
 def test_a_directory_where_an_output_file_goes_is_named(tmp_path, capsys):
