@@ -36,6 +36,21 @@ def test_out_of_range_and_choices():
         C.build(None, ["env.image_size"])
 
 
+@pytest.mark.parametrize("setting", ["optim.lr=nan", "optim.lr=inf", "loss.free_nats=-inf", "optim.grad_clip=NaN"])
+def test_a_value_that_is_not_a_finite_number_is_refused(setting):
+    # nan slips past every bound (each comparison is false), so it must be caught before the bounds.
+    key, value = setting.split("=")
+    with pytest.raises(C.ConfigError, match=rf"'{key}' got '{value}'; allowed: a finite number"):
+        C.build(None, [setting])
+
+
+def test_a_non_finite_float_in_a_yaml_config_is_refused(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("optim:\n  lr: .nan\n")
+    with pytest.raises(C.ConfigError, match=r"'optim.lr' got nan; allowed: a finite number"):
+        C.load(path)
+
+
 def test_configs_are_frozen():
     cfg = C.Config()
     with pytest.raises(AttributeError):

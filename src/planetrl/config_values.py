@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import field
@@ -57,14 +58,18 @@ def _to_int(key: str, value: Any) -> int:
 
 
 def _to_float(key: str, value: Any) -> float:
+    number: float | None = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    if isinstance(value, str):
+        number = float(value)
+    elif isinstance(value, str):
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
-            pass
-    raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a number.")
+            number = None
+    if number is not None and math.isfinite(number):
+        return number
+    # nan passes every bound check (each comparison is false) and inf has no meaning as a rate or scale.
+    raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a finite number.")
 
 
 def _to_str(key: str, value: Any) -> str:
