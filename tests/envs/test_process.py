@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from planetrl.config import EnvConfig
+from planetrl.envs.make import make_robust_env
 from planetrl.envs.mock import MockEnv
 from planetrl.envs.process import ExternalProcess, RemoteError
 from planetrl.envs.wrappers import EnvCrashed, RestartOnException
@@ -95,9 +97,42 @@ def test_restart_on_exception_survives_a_dying_process():
     assert env.restarts == 2
 
 
+def test_a_paused_child_is_reported_as_hung_and_close_still_ends_it():
+    env = ExternalProcess(MockEnv, timeout=0.5)
+    env.reset()
+    pid = env.pid
+    os.kill(pid, signal.SIGSTOP)
+    with pytest.raises(EnvCrashed, match=r"did not answer within 0.5 s \(hung or paused\)"):
+        env.step(np.zeros(2, np.float32))
+    env.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_training_env_whose_process_is_paused_is_restarted_and_the_episode_ends_truncated():
+    cfg = EnvConfig(task="mock", processes=1, answer_timeout=0.5)
+    env = make_robust_env(cfg)
+    try:
+        env.reset()
+        paused = env._env.pid
+        env.step(np.zeros(2, np.float32))
+        os.kill(paused, signal.SIGSTOP)
+        _, reward, terminated, truncated, info = env.step(np.zeros(2, np.float32))
+        assert (reward, terminated, truncated, info.get("env_restarted")) == (0.0, False, True, True)
+        assert env.restarts == 1 and env._env.pid != paused
+        with pytest.raises(ProcessLookupError):
+            os.kill(paused, 0)
+        env.reset()
+        assert env.step(np.zeros(2, np.float32))[3] is False
+    finally:
+        env.close()
+
+
 _PARENT_THAT_DIES = """
 import functools, os
 import numpy as np
+from planetrl.config import EnvConfig
+from planetrl.envs.make import make_robust_env
 from planetrl.envs.mock import MockEnv
 from planetrl.envs.process import _CALL, ExternalProcess
 

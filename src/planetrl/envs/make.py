@@ -69,7 +69,8 @@ def make_env(cfg: EnvConfig, seed: int = 0, spec: TaskSpec | None = None) -> Any
 
 
 def _make_process(cfg: EnvConfig, seed: int, spec: TaskSpec) -> ExternalProcess:
-    return ExternalProcess(functools.partial(make_env, cfg, seed, spec), start_method=cfg.start_method)
+    return ExternalProcess(functools.partial(make_env, cfg, seed, spec), start_method=cfg.start_method,
+                           timeout=cfg.answer_timeout or None)
 
 
 def make_robust_env(cfg: EnvConfig, seed: int = 0, in_process: bool | None = None) -> wrappers.RestartOnException:

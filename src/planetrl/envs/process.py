@@ -2,7 +2,8 @@
 
 The parent sends commands over a pipe; the child builds the env from a
 picklable constructor and answers. A worker's exception is re-raised in the
-parent with the remote traceback; a child that dies is reported as
+parent with the remote traceback; a child that dies, or that does not
+answer within `timeout` seconds (hung, or paused), is reported as
 `EnvCrashed`, which `RestartOnException` handles. `close()` is idempotent,
 registered at exit, and never hangs.
 """
@@ -65,7 +66,12 @@ def _worker(constructor: Callable[[], Any], conn: Any) -> None:
 
 
 class ExternalProcess:
-    """Run `constructor()` in a child process and forward the env API to it."""
+    """Run `constructor()` in a child process and forward the env API to it.
+
+    `timeout` bounds the seconds this process waits for one answer; it counts
+    only time spent waiting, so pausing the whole process group (Ctrl-Z, SIGSTOP)
+    does not make a healthy child look hung when it resumes. None waits forever.
+    """
 
     def __init__(
         self,
@@ -125,7 +131,8 @@ class ExternalProcess:
             if not self._process.is_alive():
                 raise EnvCrashed(self._death_message())
             if self._timeout is not None and waited >= self._timeout:
-                raise EnvCrashed(f"environment process {self._process.pid} did not answer in {self._timeout} s")
+                raise EnvCrashed(f"environment process {self._process.pid} did not answer within "
+                                 f"{self._timeout:g} s (hung or paused)")
         try:
             message, payload = self._conn.recv()
         except (EOFError, ConnectionResetError, OSError) as error:
