@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 import planetrl
@@ -68,3 +69,11 @@ def test_the_own_model_example_plans_towards_the_goal():
                             check=True, timeout=300)
     first = float(result.stdout.split("first action: ")[1].split()[0])
     assert first > 0.8
+
+
+def test_a_typo_in_the_task_fails_at_construction_naming_the_close_matches(tmp_path):
+    from planetrl import PlaNet
+
+    with pytest.raises(ValueError, match=r"unknown task 'cartpol'. Did you mean: cartpole-swingup"):
+        PlaNet("cartpol", logdir=tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()

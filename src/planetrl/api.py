@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from planetrl import config as config_lib
-from planetrl.envs.registry import TaskSpec, register
+from planetrl.envs.registry import TaskSpec, register, resolve
 from planetrl.envs.wrappers import PixelObservation, resize_image
 from planetrl.training.planet import PlanetRun, build_mpc_agent, load_trained
 from planetrl.training.rundir import prepare_run_dir
@@ -62,6 +62,7 @@ class PlaNet:
             values["env.task"] = register_env_function(task)
             values["env.processes"] = 0  # a Python function need not be importable by a child process
         else:
+            resolve(task)  # a typo in the task fails here, naming the close matches, not at learn()
             values["env.task"] = task
         values["run.seed"] = seed
         base = config_lib.build(preset)
