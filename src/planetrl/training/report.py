@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from planetrl.atomic import write_atomic
+
 
 def final_returns(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Runs grouped by task, each with its final test return (mean over the last test phase's episodes)."""
@@ -80,7 +82,7 @@ def plot_task(task: str, runs: list[dict[str, Any]], path: Path) -> Path:
     axis.grid(alpha=0.3)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png")
+    write_atomic(path, lambda handle: figure.savefig(handle, format="png"), fsync=False)
     plt.close(figure)
     return path
 
@@ -91,8 +93,8 @@ def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
 
     out.mkdir(parents=True, exist_ok=True)
     table = markdown_table(rows)
-    (out / "report.md").write_text("# Results\n\nFinal test return per task (mean and standard deviation over "
-                                   "seeds), in the layout of the PlaNet paper's Table 1.\n\n" + table)
+    write_atomic(out / "report.md", "# Results\n\nFinal test return per task (mean and standard deviation over "
+                 "seeds), in the layout of the PlaNet paper's Table 1.\n\n" + table)
     written = [out / "report.md"]
     for task, runs in sorted(final_returns(rows).items()):
         written.append(plot_task(task, runs, out / f"{task_dirname(task)}.png"))

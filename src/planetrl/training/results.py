@@ -728,7 +728,7 @@ def plot(task: str, records: list[dict[str, Any]], path: Path) -> Path:
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7, loc="best", framealpha=0.8)
     figure.tight_layout()
-    figure.savefig(path, format="png")
+    write_atomic(path, lambda handle: figure.savefig(handle, format="png"), fsync=False)
     plt.close(figure)
     return path
 
@@ -768,7 +768,7 @@ def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -
         figure.suptitle(title)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png")
+    write_atomic(path, lambda handle: figure.savefig(handle, format="png"), fsync=False)
     plt.close(figure)
     return path
 
