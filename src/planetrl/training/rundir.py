@@ -55,6 +55,15 @@ class NotACheckpoint(ValueError):
     """A file where a checkpoint should be that torch cannot load as tensors and plain data."""
 
 
+def _first_sentence(error: BaseException, limit: int = 200) -> str:
+    """The loader's own words up to their first full stop: torch's zip errors go on with advice for its users."""
+    text = str(error).strip()
+    if not text:
+        return "unreadable"
+    sentence = text.splitlines()[0].split(". ")[0].rstrip(".")
+    return sentence if len(sentence) <= limit else sentence[:limit].rsplit(" ", 1)[0] + " ..."
+
+
 def load_checkpoint(path: Path, device: torch.device, needs: str | None = None) -> dict[str, Any] | None:
     """Tensors and plain data only (weights_only=True): nothing in a run directory can run code.
 
@@ -66,8 +75,8 @@ def load_checkpoint(path: Path, device: torch.device, needs: str | None = None) 
     try:
         state = torch.load(path, map_location=device, weights_only=True)
     except Exception as error:
-        raise NotACheckpoint(f"{path} is not a planetrl checkpoint ({type(error).__name__}: "
-                             f"{str(error).splitlines()[0][:200] if str(error) else 'unreadable'})") from error
+        raise NotACheckpoint(f"{path} is not a planetrl checkpoint "
+                             f"({type(error).__name__}: {_first_sentence(error)})") from error
     if not isinstance(state, dict) or (needs is not None and needs not in state):
         kind = {"updater": "PlaNet", "agent": "PPO"}.get(needs or "", "planetrl")
         other = " (it looks like a PPO run: use `planetrl ppo ...`)" if isinstance(state, dict) and "agent" in state \
