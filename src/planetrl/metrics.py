@@ -6,9 +6,10 @@ import json
 import logging
 import math
 import os
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ class MetricsLogger:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / "metrics.jsonl"
         self._writer: Any = None
+        self._failed = False
         self._logged_through = -1
         if keep_all:
             keep_through = None
@@ -67,11 +69,21 @@ class MetricsLogger:
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
+            _silence_event_writer_threads()
             purge = None if keep_through is None else keep_through + 1
-            self._writer = SummaryWriter(str(self.run_dir / "events"), purge_step=purge)
+            self._writer = self._events(lambda: SummaryWriter(str(self.run_dir / "events"), purge_step=purge))
         self._wandb: Any = None
         if wandb_project:
             self._wandb = _start_wandb(self.run_dir, wandb_project, config)
+
+    def _events(self, action: Callable[[], Any]) -> Any:
+        """Run one TensorBoard call; its write error (a full disk, say) is raised naming the events folder."""
+        try:
+            return action()
+        except OSError as error:
+            self._failed = True
+            raise OSError(error.errno, f"cannot write TensorBoard events in {self.run_dir / 'events'}: "
+                                       f"{error.strerror or error}") from error
 
     def scalars(self, step: int, values: Mapping[str, float]) -> None:
         """Log named scalars at a step (keys like `train/loss`)."""
@@ -81,17 +93,16 @@ class MetricsLogger:
         record = {"step": int(step), "time": round(time.time(), 3), **clean}
         append_json_line(self.path, record)
         if self._writer is not None:
-            for key, value in clean.items():
-                self._writer.add_scalar(key, value, step)
-            self._writer.flush()
+            self._events(lambda: [self._writer.add_scalar(k, v, step) for k, v in clean.items()])
+            self._events(self._writer.flush)
         if self._wandb is not None:
             self._wandb.log({**clean, "step": int(step)})
 
     def image(self, step: int, name: str, image: np.ndarray) -> None:
         """Log an (H, W, 3) uint8 image to TensorBoard."""
         if self._writer is not None:
-            self._writer.add_image(name, image, step, dataformats="HWC")
-            self._writer.flush()
+            self._events(lambda: self._writer.add_image(name, image, step, dataformats="HWC"))
+            self._events(self._writer.flush)
 
     def gif(self, step: int, name: str, gif: bytes, height: int, width: int) -> None:
         """Log an encoded GIF as an image summary: TensorBoard's image panel plays it."""
@@ -100,20 +111,47 @@ class MetricsLogger:
         from tensorboard.compat.proto.summary_pb2 import Summary
 
         image = Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=gif)
-        self._writer._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=name, image=image)]), step)
-        self._writer.flush()
+        summary = Summary(value=[Summary.Value(tag=name, image=image)])
+        self._events(lambda: self._writer._get_file_writer().add_summary(summary, step))
+        self._events(self._writer.flush)
 
     def text(self, name: str, text: str) -> None:
         """Log markdown text (the run's config) to TensorBoard's text panel."""
         if self._writer is not None:
-            self._writer.add_text(name, text, 0)
-            self._writer.flush()
+            self._events(lambda: self._writer.add_text(name, text, 0))
+            self._events(self._writer.flush)
 
     def close(self) -> None:
+        """Flush and close; a write error here is raised only if no earlier one was (that one told the story)."""
         if self._writer is not None:
-            self._writer.close()
+            writer, self._writer = self._writer, None
+            if self._failed:
+                try:
+                    writer.close()
+                except OSError:
+                    pass
+            else:
+                self._events(writer.close)
         if self._wandb is not None:
             self._wandb.finish()
+
+
+def _silence_event_writer_threads() -> None:
+    """TensorBoard's writer thread prints a write error as a traceback and hands it to the next flush, which
+    raises it (named, by `MetricsLogger._events`): keep the thread's copy off the terminal."""
+    from tensorboard.summary.writer import event_file_writer
+
+    writer_thread = getattr(event_file_writer, "_AsyncWriterThread", None)
+    previous = threading.excepthook
+    if writer_thread is None or getattr(previous, "planetrl_quiet_events", False):
+        return
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        if not (isinstance(args.thread, writer_thread) and issubclass(args.exc_type, OSError)):
+            previous(args)
+
+    hook.planetrl_quiet_events = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
 
 
 def _start_wandb(run_dir: Path, project: str, config: Mapping[str, Any] | None) -> Any:

@@ -112,8 +112,24 @@ def test_a_run_on_a_full_disk_fails_in_one_line_and_leaves_no_temporary_file(tmp
         # The disk filled before the first checkpoint: no message may promise one.
         assert not list(mount.rglob("latest.pt"))
         assert "no checkpoint was saved yet" in err and "last good checkpoint" not in err
+        assert ("its episodes on disk are kept" in err) == bool(list(mount.rglob("*.npz"))), err
         assert main(["train", "--logdir", str(mount / "exp"), *DEBUG]) == 1
         assert "--retry-failed to try again from its start" in capsys.readouterr().err
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_ppo_run_whose_events_cannot_be_written_fails_in_one_line_naming_the_folder(tmp_path, capsys):
+    mount = _small_filesystem(tmp_path, "size=16k")
+    try:
+        code = main(["ppo", "train", "--config", "debug", "--logdir", str(mount / "ppo"), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code != 0
+        assert "cannot write TensorBoard events in" in err and "No space left on device" in err, err
+        assert "Traceback" not in err and "Exception in thread" not in err, err
+        # PPO stores no episodes: the failure may not promise any.
+        assert "episodes on disk" not in err, err
+        assert not [p for p in mount.rglob("*.tmp")]
     finally:
         subprocess.run(["umount", str(mount)], check=False)
 

@@ -79,9 +79,15 @@ def _has_checkpoint(run_dir: Path) -> bool:
     return latest_checkpoint(run_dir).is_file()
 
 
+def _episodes_kept(run_dir: Path) -> str:
+    """'; its episodes on disk are kept' where the run stores episodes (PlaNet does, PPO does not)."""
+    stored = any(any((run_dir / name).glob("*.npz")) for name in ("train_episodes", "test_episodes"))
+    return "; its episodes on disk are kept" if stored else ""
+
+
 def _what_a_retry_resumes(run_dir: Path) -> str:
     return ("from its checkpoint" if _has_checkpoint(run_dir)
-            else "from its start (no checkpoint was saved; its episodes on disk are kept)")
+            else f"from its start (no checkpoint was saved{_episodes_kept(run_dir)})")
 
 
 def _earlier_failures(logdir: Path, runs: int, only: int | None, retry: bool) -> int:
@@ -109,7 +115,7 @@ def _record_failure(run_dir: Path, claim: Claim, error: Exception) -> None:
     kept = ("the checkpoint itself cannot be read: restore it from a copy, or start again in a new --logdir"
             if isinstance(error, NotACheckpoint)
             else "the last good checkpoint is kept" if _has_checkpoint(run_dir)
-            else "no checkpoint was saved yet; its episodes on disk are kept")
+            else f"no checkpoint was saved yet{_episodes_kept(run_dir)}")
     print(f"run {run_dir} FAILED: {type(error).__name__}: {error}\n  {where}; {kept}", file=sys.stderr)
 
 
