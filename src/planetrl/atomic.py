@@ -39,7 +39,7 @@ def write_atomic(path: str | Path, data: bytes | str | Callable[[BinaryIO], None
         os.replace(temporary, path)
     except Exception as error:
         cause = _os_error(error)
-        if cause is None or cause is error:
+        if cause is None:
             raise
         raise OSError(cause.errno, f"cannot write {path}: {cause.strerror}") from error
     finally:
