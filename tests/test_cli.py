@@ -180,6 +180,26 @@ def test_episodes_too_short_for_a_training_chunk_are_named_before_any_episode_is
     assert not logdir.exists()
 
 
+def test_an_image_size_the_model_has_no_layers_for_stops_before_anything_is_made(tmp_path, capsys):
+    """env.image_size 33 passed the key's range (16-512) and failed in the model after the seed episodes."""
+    from planetrl.api import PlaNet
+
+    logdir = tmp_path / "logdir"
+    expected = "env.image_size 33 has no encoder and decoder; PlaNet trains on 64 or 128 pixel images"
+    assert main(["train", "--preset", "debug", "--set", "env.image_size=33", "--logdir", str(logdir)]) == 2
+    assert expected in capsys.readouterr().err
+    assert main(["sweep", "--tasks", "mock", "--seeds", "1", "--preset", "debug", "--set", "env.image_size=33",
+                 "--logdir", str(logdir)]) == 2
+    assert expected in capsys.readouterr().err
+    with pytest.raises(C.ConfigError, match=expected):
+        PlaNet("mock", preset="debug", logdir=logdir, overrides={"env.image_size": 33}).learn()
+    assert not logdir.exists()
+    # Collecting episodes is not training: it takes any size in the key's range.
+    assert main(["collect", "--task", "mock", "--episodes", "1", "--processes", "0", "--outdir",
+                 str(tmp_path / "episodes"), "--set", "env.image_size=33", "--set", "env.episode_steps=5"]) == 0
+    assert len(list((tmp_path / "episodes").glob("*.npz"))) == 1
+
+
 def test_a_directory_where_an_output_file_goes_is_named(tmp_path, capsys):
     assert main(["eval", "--run", str(tmp_path / "no-run"), "--json", str(tmp_path)]) == 2
     assert f"--json {tmp_path} is a directory; name the file to write" in capsys.readouterr().err

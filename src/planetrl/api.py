@@ -31,7 +31,7 @@ from planetrl.envs.registry import TaskSpec, register, resolve
 from planetrl.envs.wrappers import PixelObservation, resize_image
 from planetrl.training.planet import PlanetRun, build_mpc_agent, load_trained
 from planetrl.training.rundir import prepare_run_dir
-from planetrl.training.runner import check_chunk_fits
+from planetrl.training.runner import check_planet_config
 
 
 def _user_env(make: Callable[[], gym.Env], size: int, seed: int, fast_render: bool) -> gym.Env:
@@ -78,7 +78,7 @@ class PlaNet:
         if total_updates is not None:
             explicit["train.total_updates"] = total_updates
             self.cfg = config_lib.set_values(self.cfg, {"train.total_updates": total_updates})
-        check_chunk_fits(self.cfg)  # before the run directory is made, as `planetrl train` does
+        check_planet_config(self.cfg)  # before the run directory is made, as `planetrl train` does
         self.cfg = prepare_run_dir(self.run_dir, self.cfg, explicit)
         PlanetRun(self.run_dir, self.cfg, progress=progress).run()
         self.cfg, self.model, _ = load_trained(self.run_dir, self.cfg.run.device)

@@ -28,13 +28,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not tasks or args.seeds < 1:
         raise config_lib.ConfigError(f"--tasks needs at least one task and --seeds at least 1, got "
                                      f"{args.tasks!r} and {args.seeds}")
-    from planetrl.training.runner import check_chunk_fits, check_task
+    from planetrl.training.runner import check_planet_config, check_task
 
     for task in tasks:
         check_task(task)  # unknown or uninstallable tasks fail here, before anything starts
     cfg = resolve_config(args, {})
     for task in tasks:  # as each run's `train` would, before the first starts
-        check_chunk_fits(config_lib.set_values(cfg, {"env.task": task}))
+        check_planet_config(config_lib.set_values(cfg, {"env.task": task}))
     train_args = ([f"--preset={args.preset}"] if args.preset else []) + \
         [f"--set={item}" for item in args.overrides] + ([f"--seed={args.seed}"] if args.seed is not None else [])
     if args.device:

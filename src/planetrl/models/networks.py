@@ -12,6 +12,10 @@ _DECODER_LAYERS = {
 }
 
 
+IMAGE_SIZES = tuple(_DECODER_LAYERS)
+"""The square image sizes the encoder and decoder are built for."""
+
+
 def _check_size(size: int) -> None:
     if size not in _DECODER_LAYERS:
         raise ValueError(f"image size {size} is not supported; allowed: {', '.join(map(str, _DECODER_LAYERS))}")

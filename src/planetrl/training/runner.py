@@ -50,11 +50,28 @@ def check_chunk_fits(cfg: config_lib.Config) -> None:
             f"{decisions + 1} or raise env.episode_steps to at least {(cfg.data.chunk_length - 1) * repeat}")
 
 
+def check_image_size(cfg: config_lib.Config) -> None:
+    """ConfigError when the world model cannot be built for env.image_size, which would otherwise surface
+    only after the seed episodes were collected (`planetrl collect` takes any size; the model does not)."""
+    from planetrl.models.networks import IMAGE_SIZES
+
+    if cfg.env.image_size not in IMAGE_SIZES:
+        allowed = " or ".join(map(str, IMAGE_SIZES))
+        raise config_lib.ConfigError(f"env.image_size {cfg.env.image_size} has no encoder and decoder; PlaNet "
+                                     f"trains on {allowed} pixel images (e.g. --set env.image_size=64)")
+
+
+def check_planet_config(cfg: config_lib.Config) -> None:
+    """What a PlaNet run needs of its config that the keys' own ranges cannot say: chunks fit, the model builds."""
+    check_chunk_fits(cfg)
+    check_image_size(cfg)
+
+
 def check_before_creating(logdir: Path, cfg: config_lib.AnyConfig) -> None:
     """The task, the device and the logdir are checked before any directory is made or marked."""
     check_task(cfg.env.task)
     if isinstance(cfg, config_lib.Config):
-        check_chunk_fits(cfg)
+        check_planet_config(cfg)
     try:
         resolve_device(cfg.run.device)
     except RuntimeError as error:
