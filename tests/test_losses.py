@@ -223,3 +223,17 @@ def test_filter_mean_makes_the_posterior_its_mean_in_training_and_acting_on_both
         assert torch.equal(state["stoch"], state["mean"])
         state = sampled.filter_step(sampled.initial(3), batch["action"][:, 0], batch["image"][:, 0], noise)
         assert torch.allclose(state["stoch"], state["mean"] + state["std"] * noise)
+
+
+def test_overshooting_trains_every_variant_including_the_ssm_whose_belief_is_empty():
+    """The SSM's belief has size 0; flattening (B, T, 0) with reshape(-1, 0) failed on the first update."""
+    batch = _batch(steps=6)
+    for variant in ("rssm", "ssm", "deterministic"):
+        model = _small_model(variant, seed=4)
+        loss, metrics = world_model_loss(model, batch, LossWeights(free_nats=0, overshooting=3))
+        assert torch.isfinite(loss), variant
+        loss.backward()
+        grads = [p.grad for p in model.dynamics.parameters() if p.grad is not None]
+        assert grads and any(g.abs().sum() > 0 for g in grads), variant
+        if variant != "deterministic":  # the deterministic model has no distribution to overshoot
+            assert metrics["overshooting_kl"] > 0, variant

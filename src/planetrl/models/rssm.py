@@ -214,4 +214,4 @@ def _stack(states: list[State]) -> State:
 
 def flatten_state(states: State) -> State:
     """(B, T, ...) -> (B*T, ...), to start rollouts from every step at once."""
-    return {key: value.reshape(-1, *value.shape[2:]) for key, value in states.items()}
+    return {key: value.flatten(0, 1) for key, value in states.items()}  # a zero-size part (SSM belief) too
