@@ -43,7 +43,9 @@ def test_export_refreshes_its_own_record_and_refuses_to_overwrite_another_runs(r
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     capsys.readouterr()
     assert main(["results", "export", "--run", str(other / "run-00"), "--out", str(out)]) != 0
-    assert "holds the record of another run" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "holds the record of another run" in err
+    assert re.search(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC, where .* started \d{4}-", err), err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
     assert main(["results", "export", "--run", str(other / "run-00"), "--out", str(other / "run-00")]) != 0
     assert "is the run directory itself" in capsys.readouterr().err

@@ -92,11 +92,11 @@ def cmd_ppo_visualize(args: argparse.Namespace) -> int:
 
 def add_ppo_commands(commands: argparse._SubParsersAction) -> None:
     """`ppo train`, `ppo visualize` and `ppo eval`."""
-    ppo = commands.add_parser("ppo", help="the batched PPO baseline: train and visualize",
+    ppo = commands.add_parser("ppo", help="the batched PPO baseline: train, eval and visualize",
                               description="Batched PPO from state on the same environment layer (the agents "
                                           "library's train and visualize scripts).")
     ppo_commands = ppo.add_subparsers(dest="ppo_command", required=True, metavar="PPO_COMMAND",
-                                      help="train or visualize")
+                                      help="train, eval or visualize")
     ppo_train = ppo_commands.add_parser(
         "train", parents=[experiment_parent(), overrides_parent()],
         help="train PPO (resumes what is already in --logdir)",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +79,8 @@ def export_record(run_dir: Path, out: Path) -> Path:
         raise FileNotFoundError(f"{run_dir} has no {SEED_MARKER}: its random seed episodes were never completed")
     earlier = read_json_file(out / "random.json").get("start_time")
     if earlier is not None and earlier != claims[0]["time"]:
-        raise FileExistsError(f"{out} holds the record of another run (started at {earlier}, where {run_dir} "
-                              f"started at {claims[0]['time']}); export to a new directory, or remove that one "
+        raise FileExistsError(f"{out} holds the record of another run (started {_utc(earlier)}, where {run_dir} "
+                              f"started {_utc(claims[0]['time'])}); export to a new directory, or remove that one "
                               f"first")
     out.mkdir(parents=True, exist_ok=True)
     for name in RECORD_FILES:
@@ -840,3 +841,8 @@ def write_results(directory: Path) -> list[Path]:
     written.insert(0, directory / "README.md")
     return written
 
+
+def _utc(seconds: float) -> str:
+    """A start time as people read it, to the millisecond (two runs may start within a second):
+    '2026-12-06 20:51:05.916 UTC'."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) + f".{int(seconds % 1 * 1000):03d} UTC"
