@@ -28,7 +28,8 @@ class EnvConfig:
 
     task: str = option("cartpole-swingup", "Registered task name (see `planetrl tasks`).")
     image_size: int = option(PAPER["env.image_size"],
-                             "Height and width of image observations in pixels.", low=16, high=512)
+                             "Height and width of image observations in pixels; PlaNet trains on 64 or 128 "
+                             "(collect takes any).", low=16, high=512)
     action_repeat: int = option(PAPER["env.action_repeat"],
                                 "Environment steps per decision; 0 takes the task's default.", low=0)
     episode_steps: int = option(0, "Environment steps per episode; 0 takes the task's default.", low=0)
