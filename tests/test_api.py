@@ -43,6 +43,19 @@ def test_learn_predict_save_load_on_a_registered_task(tmp_path):
     assert (tmp_path / "exp" / "run-00" / "config.yaml").exists()  # eval and visualize work on the run
 
 
+def test_predict_names_what_is_wrong_with_an_observation_it_cannot_plan_from(tmp_path):
+    """A (64, 64) array failed deep in torch's conv, a dict without 'image' as KeyError('image'), and a float
+    image in [0, 1] was planned from as if it were a black uint8 frame."""
+    agent = planetrl.PlaNet("mock", preset="debug", logdir=tmp_path / "exp").learn(progress=False)
+    with pytest.raises(ValueError, match=r"\(H, W, 3\) uint8 RGB image; got shape \(64, 64\), dtype uint8"):
+        agent.predict(np.zeros((64, 64), np.uint8))
+    with pytest.raises(ValueError, match=r"dtype float32 \(floats in \[0, 1\]: pass \(image \* 255\)"):
+        agent.predict(np.zeros((64, 64, 3), np.float32))
+    with pytest.raises(ValueError, match=r"an 'image' .*this one has \['state'\]"):
+        agent.predict({"state": np.zeros(3)})
+    assert agent.predict(np.zeros((100, 100, 3), np.uint8)).shape == (2,)  # another size is resized
+
+
 def test_the_quickstart_example_trains_on_a_python_env_and_acts(tmp_path):
     result = subprocess.run([sys.executable, str(EXAMPLE), "--logdir", str(tmp_path / "qs")], capture_output=True,
                             text=True, cwd=tmp_path, timeout=600)

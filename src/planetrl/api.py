@@ -17,7 +17,6 @@ need `if __name__ == "__main__":` (they are started with `spawn`).
 from __future__ import annotations
 
 import functools
-import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ import numpy as np
 import torch
 
 from planetrl import config as config_lib
+from planetrl.atomic import write_atomic
 from planetrl.envs.registry import TaskSpec, register, resolve
 from planetrl.envs.wrappers import PixelObservation, resize_image
 from planetrl.training.planet import PlanetRun, build_mpc_agent, load_trained
@@ -99,8 +99,8 @@ class PlaNet:
         path = Path(path)
         (path / "checkpoints").mkdir(parents=True, exist_ok=True)
         for name in ("config.yaml", "run_info.json", "checkpoints/latest.pt"):
-            if (self.run_dir / name).exists():
-                shutil.copyfile(self.run_dir / name, path / name)
+            if (self.run_dir / name).exists():  # atomically: a kill mid-save leaves the folder loadable
+                write_atomic(path / name, (self.run_dir / name).read_bytes())
         return path
 
     def reset(self) -> None:
@@ -111,7 +111,7 @@ class PlaNet:
         """The action for one observation (its uint8 image), planned by CEM from the filtered belief."""
         if self.model is None:
             raise RuntimeError("the agent has no trained model yet: call learn() or PlaNet.load(run_dir)")
-        image = np.asarray(observation["image"] if isinstance(observation, Mapping) else observation)
+        image = _image_of(observation)
         if image.shape[:2] != (self.cfg.env.image_size,) * 2:
             image = resize_image(image, self.cfg.env.image_size)
         if self._agent is None:
@@ -120,6 +120,21 @@ class PlaNet:
         with torch.no_grad():
             action = self._agent.act({"image": image[None]}, explore=not deterministic)
         return action[0]
+
+
+def _image_of(observation: Mapping[str, np.ndarray] | np.ndarray) -> np.ndarray:
+    """The (H, W, 3) uint8 image of an observation; anything else is a ValueError saying what came."""
+    if isinstance(observation, Mapping):
+        if "image" not in observation:
+            raise ValueError(f"predict needs an observation with an 'image' (or the image itself); this one has "
+                             f"{sorted(observation) or 'no keys'}")
+        observation = observation["image"]
+    image = np.asarray(observation)
+    if image.ndim != 3 or image.shape[-1] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"predict needs an (H, W, 3) uint8 RGB image; got shape {image.shape}, dtype {image.dtype}"
+                         + (" (floats in [0, 1]: pass (image * 255).astype(np.uint8))"
+                            if image.dtype.kind == "f" else ""))
+    return image
 
 
 class _OneEnv:
