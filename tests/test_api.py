@@ -6,6 +6,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -54,6 +55,34 @@ def test_predict_names_what_is_wrong_with_an_observation_it_cannot_plan_from(tmp
     with pytest.raises(ValueError, match=r"an 'image' .*this one has \['state'\]"):
         agent.predict({"state": np.zeros(3)})
     assert agent.predict(np.zeros((100, 100, 3), np.uint8)).shape == (2,)  # another size is resized
+
+
+class _StateOnly(gym.Env):
+    observation_space = gym.spaces.Box(-1, 1, (3,), np.float32)
+    action_space = gym.spaces.Box(-1, 1, (1,), np.float32)
+
+    def reset(self, seed=None, options=None):
+        return np.zeros(3, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(3, np.float32), 0.0, False, False, {}
+
+
+class _FloatImage(_StateOnly):
+    observation_space = gym.spaces.Dict({"image": gym.spaces.Box(0, 1, (64, 64, 3), np.float32)})
+
+
+def test_an_env_function_the_model_cannot_see_fails_at_construction_and_creates_nothing(tmp_path):
+    """A state-only env failed inside PixelObservation, and a float image after the seed episodes, each after
+    the run directory was made."""
+    with pytest.raises(ValueError, match=r"PlaNet\(_StateOnly\) needs an env whose observation is a dict with a "
+                                         r"uint8 'image', or one made with render_mode='rgb_array'; its "
+                                         r"observation space is Box.* and its render_mode None"):
+        planetrl.PlaNet(_StateOnly, preset="debug", logdir=tmp_path / "state")
+    with pytest.raises(ValueError, match=r"PlaNet\(_FloatImage\) needs an observation 'image' that is an "
+                                         r"\(H, W, 3\) uint8 Box; it is Box\(0.0, 1.0, \(64, 64, 3\), float32\)"):
+        planetrl.PlaNet(_FloatImage, preset="debug", logdir=tmp_path / "float")
+    assert not list(tmp_path.iterdir())
 
 
 def test_the_quickstart_example_trains_on_a_python_env_and_acts(tmp_path):

@@ -35,9 +35,22 @@ from planetrl.training.runner import check_planet_config
 
 
 def _user_env(make: Callable[[], gym.Env], size: int, seed: int, fast_render: bool) -> gym.Env:
+    """The env of `make`, observing a uint8 `image` of its own or its rendered frames; ValueError otherwise."""
     env = make()
-    if isinstance(env.observation_space, gym.spaces.Dict) and "image" in env.observation_space.spaces:
+    space = env.observation_space
+    name = getattr(make, "__name__", "the env function")
+    if isinstance(space, gym.spaces.Dict) and "image" in space.spaces:
+        image = space.spaces["image"]
+        if image.dtype != np.uint8 or len(image.shape or ()) != 3 or image.shape[-1] != 3:
+            env.close()
+            raise ValueError(f"PlaNet({name}) needs an observation 'image' that is an (H, W, 3) uint8 Box; "
+                             f"it is {image}")
         return env
+    if env.render_mode != "rgb_array":
+        env.close()
+        raise ValueError(f"PlaNet({name}) needs an env whose observation is a dict with a uint8 'image', or one "
+                         f"made with render_mode='rgb_array'; its observation space is {space} and its "
+                         f"render_mode {env.render_mode!r}")
     return PixelObservation(env, size)
 
 
@@ -67,6 +80,8 @@ class PlaNet:
         values["run.seed"] = seed
         base = config_lib.build(preset)
         self.cfg = config_lib.set_values(base, values)
+        if callable(task):  # an env the model cannot see fails here, not after the run directory is made
+            _user_env(task, self.cfg.env.image_size, seed, False).close()
         self._explicit = values
         self.run_dir = Path(logdir) / "run-00"
         self.model: Any = None
