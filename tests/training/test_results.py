@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from planetrl.cli import main
 from planetrl.training.results import PUBLISHED, RECORD_FILES, write_results
@@ -75,6 +76,17 @@ def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(rec
     assert phase_lengths(older) == [7.0, 7.0]  # records from before tests.jsonl held lengths: metrics.jsonl's
     assert main(["results", "curves", "--record", str(tmp_path), "--out", str(png)]) == 2
     assert "is not a record (no tests.jsonl)" in capsys.readouterr().err
+    # Records of two tasks drew one random-policy line (the mean of both) on one scale.
+    other = tmp_path / "other-task"
+    shutil.copytree(out, other)
+    config = yaml.safe_load((other / "config.yaml").read_text())
+    config["env"]["task"] = "mock-3d"
+    (other / "config.yaml").write_text(yaml.safe_dump(config))
+    png.unlink()
+    assert main(["results", "curves", "--record", str(out), "--record", str(other), "--out", str(png)]) == 2
+    assert "the records are of 2 tasks (mock, mock-3d); curves compares records of one task" in \
+        capsys.readouterr().err
+    assert not png.exists()
 
 
 def test_a_variant_sits_beside_the_preset_record_of_its_seed_with_what_it_changed(record, tmp_path):

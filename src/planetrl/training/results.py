@@ -752,6 +752,10 @@ def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -
     from matplotlib import pyplot as plt
 
     records = [(label, load_record(Path(directory))) for label, directory in labelled]
+    tasks = sorted({record["task"] for _, record in records})
+    if len(tasks) > 1:  # one random-policy line and one return scale would mislead
+        raise ValueError(f"the records are of {len(tasks)} tasks ({', '.join(tasks)}); curves compares records of "
+                         f"one task: `planetrl results table` plots each task")
     figure, (returns_axis, length_axis) = plt.subplots(1, 2, figsize=(10, 3.8), dpi=100)
     for number, (label, record) in enumerate(records):
         updates = [t["updates"] for t in record["tests"]]
