@@ -42,7 +42,26 @@ def test_a_missing_import_module_is_one_line(tmp_path):
     result = _planetrl("tasks", "--import", "no_such_module_here", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "planetrl: error: cannot import task module 'no_such_module_here': No module named 'no_such_module_here'"]
+        "planetrl: error: cannot import task module 'no_such_module_here': No module named 'no_such_module_here' "
+        "(run with -v for the traceback)"]
+
+
+def test_a_task_module_with_its_own_bug_is_one_line_naming_it_and_a_traceback_with_v(tmp_path):
+    """A syntax error or a raise in the user's module printed a full traceback with no word of which module."""
+    (tmp_path / "broken_tasks.py").write_text("def (\n")
+    (tmp_path / "raising_tasks.py").write_text("raise RuntimeError('no licence server')\n")
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    broken = _planetrl("tasks", "--import", "broken_tasks", cwd=tmp_path, env=env)
+    assert broken.returncode == 2
+    assert broken.stderr.strip().splitlines() == [
+        "planetrl: error: task module 'broken_tasks' failed while importing: SyntaxError: invalid syntax "
+        "(broken_tasks.py, line 1) (run with -v for the traceback)"]
+    raising = _planetrl("tasks", "--import", "raising_tasks", cwd=tmp_path, env=env)
+    assert raising.stderr.strip().splitlines() == [
+        "planetrl: error: task module 'raising_tasks' failed while importing: RuntimeError: no licence server "
+        "(run with -v for the traceback)"]
+    verbose = _planetrl("-v", "tasks", "--import", "raising_tasks", cwd=tmp_path, env=env)
+    assert "Traceback" in verbose.stderr and "raising_tasks.py" in verbose.stderr
 
 
 def test_entry_points_of_installed_packages_register_tasks(tmp_path):
@@ -55,3 +74,17 @@ def test_entry_points_of_installed_packages_register_tasks(tmp_path):
     result = _planetrl("tasks", "my-task", "--no-spaces", cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1].split()[0] == "my-task"
+
+
+def test_a_broken_plugin_is_a_warning_naming_it_and_the_other_tasks_still_resolve(tmp_path):
+    (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('needs a licence')\n")
+    info = tmp_path / "broken_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[planetrl.tasks]\nbroken = broken_plugin\n")
+    env = {**__import__("os").environ, "PYTHONPATH": str(tmp_path)}
+    result = _planetrl("tasks", "no-such-task", "mock", "--no-spaces", cwd=tmp_path, env=env)
+    assert ("task plugin 'broken' (broken_plugin) failed to load, so its tasks are not registered: "
+            "RuntimeError: needs a licence") in result.stderr
+    assert "unknown task 'no-such-task'" in result.stderr and "Traceback" not in result.stderr
+    assert _planetrl("tasks", "mock", "--no-spaces", cwd=tmp_path, env=env).returncode == 0

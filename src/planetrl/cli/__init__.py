@@ -73,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (config_lib.ConfigError, ValueError) as error:
         if verbose:
             raise
-        print(f"planetrl: error: {error}", file=sys.stderr)
+        print(f"planetrl: error: {error} (run with -v for the traceback)", file=sys.stderr)
         return 2
     args = parser.parse_args([a for a in argv if a not in ("-v", "--verbose")])
     args.verbose = verbose

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.util
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -202,6 +203,9 @@ def import_task_modules(modules: tuple[str, ...] | list[str]) -> None:
             importlib.import_module(module)
         except ImportError as error:
             raise ValueError(f"cannot import task module '{module}': {error}") from error
+        except Exception as error:  # the module's own bug (a syntax error, a raise): named, traceback on -v
+            raise ValueError(f"task module '{module}' failed while importing: {type(error).__name__}: "
+                             f"{error}") from error
 
 
 def load_task_plugins() -> None:
@@ -213,7 +217,12 @@ def load_task_plugins() -> None:
     from importlib.metadata import entry_points
 
     for entry in entry_points(group=ENTRY_POINT_GROUP):
-        entry.load()
+        try:
+            entry.load()
+        except Exception as error:  # noqa: BLE001 - one broken package must not take the other tasks down
+            logging.getLogger(__name__).warning(
+                "task plugin %r (%s) failed to load, so its tasks are not registered: %s: %s",
+                entry.name, entry.value, type(error).__name__, error)
 
 
 def task_names() -> list[str]:
