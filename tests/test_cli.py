@@ -231,3 +231,14 @@ def test_a_mistyped_ppo_config_is_refused_with_the_close_names_before_any_run(tm
     err = capsys.readouterr().err
     assert "unknown PPO config 'pendulumm'. Did you mean: pendulum, pendulum-variant? Allowed: ant," in err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_tensorboard_command_a_finished_run_prints_runs_as_pasted_from_a_path_with_a_space(tmp_path, capsys):
+    import shlex
+
+    logdir = tmp_path / "my runs"
+    assert main(["train", "--preset", "debug", "--logdir", str(logdir), "--no-progress"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "tensorboard --logdir" in line)
+    command = shlex.split(line.split("TensorBoard: ", 1)[1])
+    assert command[1:] == ["--logdir", str(logdir / "run-00" / "events")]
+    assert (logdir / "run-00" / "events").is_dir()

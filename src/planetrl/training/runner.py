@@ -7,6 +7,7 @@ calls `fence()` before every write, so a worker that lost its claim stops.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 import traceback
@@ -156,7 +157,8 @@ def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.AnyConfig, explicit: d
     claim.done()
     summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
     print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
-          f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: .venv/bin/tensorboard --logdir {run_dir / 'events'}"
+          f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: .venv/bin/tensorboard --logdir "
+          f"{shlex.quote(str(run_dir / 'events'))}"
           f"\n  videos: {run_dir / 'videos'}/", flush=True)
     return True
 
