@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import sys
 from pathlib import Path
 
@@ -49,12 +50,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         results = run_local(units, logdir, train_args, args.parallel, cfg.run.stale_seconds)
     if not units:
-        print(f"sweep: every run is already done; see `planetrl status --logdir {logdir}`")
+        print(f"sweep: every run is already done; see `planetrl status --logdir {shlex.quote(str(logdir))}`")
         return 0
     states = list(results.values())
     print(f"sweep: {states.count('done')} done, {states.count('failed')} failed, "
           f"{len(states) - states.count('done') - states.count('failed')} unfinished; "
-          f"see `planetrl status --logdir {logdir}`")
+          f"see `planetrl status --logdir {shlex.quote(str(logdir))}`")
     return 0 if all(s == "done" for s in states) else 1
 
 
@@ -79,7 +80,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         hint = ""
         if any(Path(args.logdir).glob("*/seed-*/tests.jsonl")):  # exported records, e.g. results/cpu
             hint = (f"; {args.logdir} holds run records (TASK/seed-N), which "
-                    f"`planetrl results table --dir {args.logdir}` turns into its README.md")
+                    f"`planetrl results table --dir {shlex.quote(str(args.logdir))}` turns into its README.md")
         print(f"planetrl report: error: {no_runs_found(args.logdir)}{hint}", file=sys.stderr)
         return 1
     written = write_report(rows, out)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,8 @@ class RecordError(ValueError):
 
 
 def _damaged(path: Path, problem: str) -> RecordError:
-    return RecordError(f"{problem}; export the record again with `planetrl results export --run RUN_DIR --out {path}`")
+    return RecordError(f"{problem}; export the record again with `planetrl results export --run RUN_DIR "
+                       f"--out {shlex.quote(str(path))}`")
 
 
 def load_record(path: Path) -> dict[str, Any]:
@@ -818,7 +820,7 @@ def write_results(directory: Path) -> list[Path]:
     text = (f"# planetrl, `{preset}` preset: test returns on the paper's tasks\n\n"
             f"Each cell: mean test return of one phase (updates, training episodes, environment steps = "
             f"decisions x action repeat, minutes). {minutes} Regenerate with "
-            f"`planetrl results table --dir {directory}`.\n\n" + table(records, rates, causes) + "\n"
+            f"`planetrl results table --dir {shlex.quote(str(directory))}`.\n\n" + table(records, rates, causes) + "\n"
             + "".join(f"![{task}]({task}.png)\n" for task in by_task))
     levers = levers_table(variants, records)
     if levers:
