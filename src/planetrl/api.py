@@ -34,6 +34,11 @@ from planetrl.training.rundir import prepare_run_dir
 from planetrl.training.runner import check_planet_config
 
 
+def _is_rgb(shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether an image (or an image space) is what the encoder reads: (H, W, 3) uint8."""
+    return len(shape) == 3 and shape[-1] == 3 and dtype == np.uint8
+
+
 def _user_env(make: Callable[[], gym.Env], size: int, seed: int, fast_render: bool) -> gym.Env:
     """The env of `make`, observing a uint8 `image` of its own or its rendered frames; ValueError otherwise."""
     env = make()
@@ -41,7 +46,7 @@ def _user_env(make: Callable[[], gym.Env], size: int, seed: int, fast_render: bo
     name = getattr(make, "__name__", "the env function")
     if isinstance(space, gym.spaces.Dict) and "image" in space.spaces:
         image = space.spaces["image"]
-        if image.dtype != np.uint8 or len(image.shape or ()) != 3 or image.shape[-1] != 3:
+        if not _is_rgb(image.shape or (), image.dtype):
             env.close()
             raise ValueError(f"PlaNet({name}) needs an observation 'image' that is an (H, W, 3) uint8 Box; "
                              f"it is {image}")
@@ -145,7 +150,7 @@ def _image_of(observation: Mapping[str, np.ndarray] | np.ndarray) -> np.ndarray:
                              f"{sorted(observation) or 'no keys'}")
         observation = observation["image"]
     image = np.asarray(observation)
-    if image.ndim != 3 or image.shape[-1] != 3 or image.dtype != np.uint8:
+    if not _is_rgb(image.shape, image.dtype):
         raise ValueError(f"predict needs an (H, W, 3) uint8 RGB image; got shape {image.shape}, dtype {image.dtype}"
                          + (" (floats in [0, 1]: pass (image * 255).astype(np.uint8))"
                             if image.dtype.kind == "f" else ""))
