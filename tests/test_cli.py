@@ -233,12 +233,35 @@ def test_a_mistyped_ppo_config_is_refused_with_the_close_names_before_any_run(tm
     assert not (tmp_path / "out").exists()
 
 
-def test_the_tensorboard_command_a_finished_run_prints_runs_as_pasted_from_a_path_with_a_space(tmp_path, capsys):
+def test_the_tensorboard_command_a_finished_run_prints_runs_as_pasted_from_a_path_with_a_space(tmp_path, capsys,
+                                                                                              monkeypatch):
+    import os
     import shlex
 
     logdir = tmp_path / "my runs"
+    monkeypatch.chdir(tmp_path)  # not the repository, and the environment not activated
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     assert main(["train", "--preset", "debug", "--logdir", str(logdir), "--no-progress"]) == 0
-    line = next(line for line in capsys.readouterr().out.splitlines() if "tensorboard --logdir" in line)
+    line = next(line for line in capsys.readouterr().out.splitlines() if "--logdir" in line)
     command = shlex.split(line.split("TensorBoard: ", 1)[1])
+    assert os.access(command[0], os.X_OK) and command[0].endswith("tensorboard")
     assert command[1:] == ["--logdir", str(logdir / "run-00" / "events")]
     assert (logdir / "run-00" / "events").is_dir()
+
+
+def test_a_printed_command_calls_the_installed_program_from_wherever_the_user_is(tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    from planetrl.programs import program
+
+    beside = Path(sys.executable).parent / "tensorboard"
+    assert beside.is_file()
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.chdir(tmp_path)  # outside the environment: `.venv/bin/tensorboard` would not be found
+    assert program("tensorboard") == str(beside)
+    monkeypatch.chdir(beside.parent.parent)
+    assert program("tensorboard") == os.path.join("bin", "tensorboard")
+    monkeypatch.setenv("PATH", f"{beside.parent}:/usr/bin:/bin")  # an activated environment
+    assert program("tensorboard") == "tensorboard"
+    assert program("no-such-program") == "no-such-program"

@@ -235,7 +235,7 @@ MISTAKES = {
     "status on an empty logdir": (["status", "--logdir", "{root}/empty"], "no runs under"),
     "report on an empty logdir": (["report", "--logdir", "{root}/empty", "--out", "{root}/r"], "no runs"),
     "report on exported records": (["report", "--logdir", "{root}/records", "--out", "{root}/r"],
-                                  "`planetrl results table --dir"),
+                                  "results table --dir"),
     "an unknown config key": (["train", "--logdir", "{root}/x", *DEBUG, "--set", "model.belief=3"],
                               "Unknown config key"),
 }

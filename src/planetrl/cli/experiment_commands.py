@@ -20,6 +20,7 @@ from planetrl.cli.common import (
     overrides_parent,
     resolve_config,
 )
+from planetrl.programs import program
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -50,13 +51,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         results = run_local(units, logdir, train_args, args.parallel, cfg.run.stale_seconds)
     if not units:
-        print(f"sweep: every run is already done; see `planetrl status --logdir {shlex.quote(str(logdir))}`")
+        print(f"sweep: every run is already done; see `{status_command(logdir)}`")
         return 0
     states = list(results.values())
     print(f"sweep: {states.count('done')} done, {states.count('failed')} failed, "
           f"{len(states) - states.count('done') - states.count('failed')} unfinished; "
-          f"see `planetrl status --logdir {shlex.quote(str(logdir))}`")
+          f"see `{status_command(logdir)}`")
     return 0 if all(s == "done" for s in states) else 1
+
+
+def status_command(logdir: Path) -> str:
+    """The status command for `logdir`, as pasted from here."""
+    return f"{program('planetrl')} status --logdir {shlex.quote(str(logdir))}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -79,8 +85,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not rows:
         hint = ""
         if any(Path(args.logdir).glob("*/seed-*/tests.jsonl")):  # exported records, e.g. results/cpu
-            hint = (f"; {args.logdir} holds run records (TASK/seed-N), which "
-                    f"`planetrl results table --dir {shlex.quote(str(args.logdir))}` turns into its README.md")
+            table_command = f"{program('planetrl')} results table --dir {shlex.quote(str(args.logdir))}"
+            hint = f"; {args.logdir} holds run records (TASK/seed-N), which `{table_command}` turns into its README.md"
         print(f"planetrl report: error: {no_runs_found(args.logdir)}{hint}", file=sys.stderr)
         return 1
     written = write_report(rows, out)

@@ -18,6 +18,7 @@ from typing import Any
 from planetrl import config as config_lib
 from planetrl.envs.make import action_repeat, decisions_per_episode, episode_steps
 from planetrl.envs.registry import check_requirements, resolve
+from planetrl.programs import program
 from planetrl.training.experiment import FAIL, Claim, ClaimLost, claimable_runs, run_dirs, run_state
 from planetrl.training.rundir import (
     NotACheckpoint,
@@ -157,7 +158,7 @@ def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.AnyConfig, explicit: d
     claim.done()
     summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
     print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
-          f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: .venv/bin/tensorboard --logdir "
+          f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: {program('tensorboard')} --logdir "
           f"{shlex.quote(str(run_dir / 'events'))}"
           f"\n  videos: {run_dir / 'videos'}/", flush=True)
     return True
