@@ -28,6 +28,7 @@ from planetrl.envs.registry import resolve
 from planetrl.envs.wrappers import DropImage
 from planetrl.metrics import read_metrics
 from planetrl.training.driver import Driver
+from planetrl.training.ppo import progress_line
 
 SMALL = {"policy_layers": (8,), "value_layers": (8,)}
 
@@ -321,6 +322,25 @@ def test_ppo_cli_end_to_end_resume_eval_and_visualize(tmp_path, capsys):
     assert len(json.loads((tmp_path / "new" / "e.json").read_text())["returns"]) == 4
     assert main(["ppo", "visualize", "--run", str(run), "--out", str(tmp_path / "viz"), "--episodes", "2"]) == 0
     assert (tmp_path / "viz" / "policy-01.gif").exists()
+
+
+@pytest.mark.parametrize("every_s, steps", [(1e9, [60, 120, 150]), (0.0, [30, 60, 90, 120, 150])])
+def test_without_a_bar_a_ppo_run_prints_a_line_each_evaluation_and_each_minute_between(tmp_path, capsys, monkeypatch,
+                                                                                        every_s, steps):
+    # debug: 30 steps an update, evaluated at updates 2, 4 and the last (5); a minute is made 0 s or never.
+    monkeypatch.setattr("planetrl.training.ppo.LINE_EVERY_S", every_s)
+    assert main(["ppo", "train", "--config", "debug", "--logdir", str(tmp_path), "--no-progress"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("run-00 step ")]
+    assert [int(line.split()[2].split("/")[0]) for line in lines] == steps
+    assert all(line.split()[2].endswith("/150") and "steps/s" in line and "ETA" in line for line in lines)
+    assert ("eval return - |" in lines[0]) == (steps[0] == 30)  # before the first evaluation there is none
+
+
+def test_a_ppo_line_counts_the_rate_of_this_session_only():
+    line = progress_line("run-00", 60_000, 100_000, -500.0, {"eval/return": -300.0, "eval/return_std": 20.0},
+                         steps_now=10_000, seconds=100.0)  # resumed at 50k: 10k steps in 100 s, 40k to go
+    assert line == ("run-00 step 60000/100000 | train return -500.0 | eval return -300.0 +- 20.0 | 100 steps/s | "
+                    "1.7 min | ETA 6m40s")
 
 
 def test_ppo_train_help_names_each_configs_task(capsys):

@@ -19,6 +19,7 @@ from planetrl.envs.registry import import_task_modules
 from planetrl.metrics import MetricsLogger
 from planetrl.seeds import derive
 from planetrl.training.driver import Driver
+from planetrl.training.progress import duration
 from planetrl.training.rundir import Checkpoint, latest_checkpoint, load_latest
 from planetrl.training.updater import resolve_device
 
@@ -38,6 +39,23 @@ def build_agent(cfg: config_lib.PPORunConfig, env: BatchEnv) -> PPOAgent:
     obs_size = int(np.prod(env.observation_space["state"].shape))
     return PPOAgent(obs_size, env.action_space, len(env), ppo_settings(cfg), seed=cfg.run.seed,
                     device=resolve_device(cfg.run.device), max_length=decisions_per_episode(cfg.env))
+
+
+LINE_EVERY_S = 60.0
+"""Without a bar, a line after the first update that ends this long after the last line (and at each evaluation)."""
+
+
+def progress_line(name: str, env_steps: int, total_steps: int, train_return: float, last: dict[str, float],
+                  steps_now: int, seconds: float) -> str:
+    """`run-00 step 18000/1000000 | train return -1265.2 | eval return - | 168 steps/s | 1.8 min | ETA 1h37m`.
+
+    The rate counts the steps of this session only, so a resumed run's ETA is not flattered by the steps before.
+    """
+    rate = steps_now / seconds if seconds > 0 else 0.0
+    evaluated = f"{last['eval/return']:.1f} +- {last['eval/return_std']:.1f}" if last else "-"
+    eta = duration((total_steps - env_steps) / rate if rate > 0 else float("inf"))
+    return (f"{name} step {env_steps}/{total_steps} | train return {train_return:.1f} | eval return {evaluated} | "
+            f"{rate:.0f} steps/s | {seconds / 60:.1f} min | ETA {eta}")
 
 
 class PPORun:
@@ -70,7 +88,8 @@ class PPORun:
                                wandb_project=cfg.run.wandb_project, config=config_lib.to_dict(cfg))
         bar = tqdm(total=p.total_steps, initial=min(env_steps, p.total_steps), desc=self.run_dir.name,
                    unit="step", unit_scale=True, disable=not self.progress, dynamic_ncols=True)
-        start = time.time()
+        start = last_line = time.time()
+        first_steps = env_steps
         last: dict[str, float] = {}
         try:
             while env_steps < p.total_steps:
@@ -87,17 +106,18 @@ class PPORun:
                 if last:
                     shown["eval_return"] = f"{last['eval/return']:.1f}"
                 bar.set_postfix(shown)
-                if updates % p.eval_every == 0 or env_steps >= p.total_steps:
+                evaluate = updates % p.eval_every == 0 or env_steps >= p.total_steps
+                if evaluate:
                     evaluated = Driver(env, agent, seed=derive(cfg.run.seed, "test", updates)).run(
                         p.eval_episodes, explore=False)  # the mean action; nothing is buffered
                     returns = np.array([r.score for r in evaluated])
                     last = {"eval/return": float(returns.mean()), "eval/return_std": float(returns.std())}
                     logger.scalars(env_steps, {**last, "eval/wall_seconds": time.time() - start})
                     bar.set_postfix({**shown, "eval_return": f"{returns.mean():.1f}"})
-                    if not self.progress:  # a line per evaluation for logs
-                        print(f"{self.run_dir.name} step {env_steps}/{p.total_steps} | train return "
-                              f"{metrics['return']:.1f} | eval return {returns.mean():.1f} +- {returns.std():.1f} | "
-                              f"{(time.time() - start) / 60:.1f} min", flush=True)
+                if not self.progress and (evaluate or time.time() - last_line >= LINE_EVERY_S):
+                    last_line = time.time()
+                    print(progress_line(self.run_dir.name, env_steps, p.total_steps, metrics["return"], last,
+                                        env_steps - first_steps, last_line - start), flush=True)
                 self.fence()
                 state.save(updates=updates, env_steps=env_steps, config=config_lib.to_dict(cfg))
         finally:

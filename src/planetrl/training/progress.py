@@ -22,7 +22,8 @@ def image_constant(image_size: int) -> float:
     return 0.5 * math.log(2 * math.pi) * image_size * image_size * 3
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`25m10s`, `1h37m`, or `?` for a time that is not finite."""
     if not math.isfinite(seconds):
         return "?"
     minutes = int(seconds // 60)
@@ -85,7 +86,7 @@ class RunProgress:
         terms = " ".join(f"{k} {v:.2f}" for k, v in self.terms.items()) or "no update yet"
         test = f"{self.test_return:.1f}" if self.test_return is not None else "-"
         print(f"{self.name} update {self.done}/{self.total} | {terms} | test {test} | {rate:.2f} upd/s | "
-              f"ETA {_duration(eta)}", file=sys.stdout, flush=True)
+              f"ETA {duration(eta)}", file=sys.stdout, flush=True)
 
     def phase(self, what: str, episodes: int, decisions_each: int) -> PhaseMeter:
         """A driver callback that shows a collect or test phase going, which can take many minutes."""
@@ -140,7 +141,7 @@ class PhaseMeter:
         done = f"{self.decisions}/{self.bound}" if self.bound else str(self.decisions)
         text = f"{done} decisions, {self.finished}/{self.episodes} episodes | {rate:.2f} decisions/s"
         if self.bound and rate > 0 and self.decisions < self.bound:
-            text += f" | ETA at most {_duration(max(self.bound - self.decisions, 0) / rate)}"
+            text += f" | ETA at most {duration(max(self.bound - self.decisions, 0) / rate)}"
         return text
 
 
