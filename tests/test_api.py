@@ -42,6 +42,14 @@ def test_learn_predict_save_load_on_a_registered_task(tmp_path):
     torch.manual_seed(0)
     np.testing.assert_allclose(again.predict(image), action, atol=1e-5)  # same weights, same seeds: same plan
     assert (tmp_path / "exp" / "run-00" / "config.yaml").exists()  # eval and visualize work on the run
+    checkpoints = tmp_path / "exp" / "run-00" / "checkpoints"
+    (checkpoints / "latest.pt").write_bytes(b"torn")  # load falls back to the one before; so does save
+    from_previous = planetrl.PlaNet.load(tmp_path / "exp" / "run-00").save(tmp_path / "saved-again")
+    assert (from_previous / "checkpoints" / "latest.pt").read_bytes() == (checkpoints / "previous.pt").read_bytes()
+    planetrl.PlaNet.load(from_previous)
+    with pytest.raises(RuntimeError, match="no trained model to save yet"):
+        planetrl.PlaNet("mock", preset="debug", logdir=tmp_path / "fresh").save(tmp_path / "nothing")
+    assert not (tmp_path / "nothing").exists()
 
 
 def test_predict_names_what_is_wrong_with_an_observation_it_cannot_plan_from(tmp_path):

@@ -30,7 +30,7 @@ from planetrl.atomic import write_atomic
 from planetrl.envs.registry import TaskSpec, register, resolve
 from planetrl.envs.wrappers import PixelObservation, resize_image
 from planetrl.training.planet import PlanetRun, build_mpc_agent, load_trained
-from planetrl.training.rundir import prepare_run_dir
+from planetrl.training.rundir import latest_checkpoint, load_latest, prepare_run_dir
 from planetrl.training.runner import check_planet_config
 
 
@@ -115,12 +115,20 @@ class PlaNet:
         return agent
 
     def save(self, path: str | Path) -> Path:
-        """Copy what `load` needs (config.yaml, run_info.json, the checkpoint) into the folder `path`."""
+        """Copy what `load` needs (config.yaml, run_info.json, the checkpoint) into the folder `path`.
+
+        The checkpoint is the one `load` would read: the latest, or the one before it where the latest is damaged.
+        """
+        if self.model is None:
+            raise RuntimeError("the agent has no trained model to save yet: call learn() or PlaNet.load(run_dir)")
         path = Path(path)
+        _, checkpoint = load_latest(latest_checkpoint(self.run_dir), torch.device("cpu"), needs="updater")
         (path / "checkpoints").mkdir(parents=True, exist_ok=True)
-        for name in ("config.yaml", "run_info.json", "checkpoints/latest.pt"):
-            if (self.run_dir / name).exists():  # atomically: a kill mid-save leaves the folder loadable
-                write_atomic(path / name, (self.run_dir / name).read_bytes())
+        sources = {"config.yaml": self.run_dir / "config.yaml", "run_info.json": self.run_dir / "run_info.json",
+                   "checkpoints/latest.pt": checkpoint}
+        for name, source in sources.items():
+            if source.exists():  # atomically: a kill mid-save leaves the folder loadable
+                write_atomic(path / name, source.read_bytes())
         return path
 
     def reset(self) -> None:
