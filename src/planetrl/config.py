@@ -18,8 +18,8 @@ from planetrl.atomic import write_atomic
 from planetrl.config_values import ConfigError, check_range, coerce, did_you_mean, option
 from planetrl.presets import PAPER, PPO_CONFIGS, PRESETS
 
-__all__ = ["PAPER", "PPO_CONFIGS", "PRESETS", "AnyConfig", "Config", "ConfigError", "PPORunConfig", "build", "load",
-           "option", "save", "set_values"]
+__all__ = ["PAPER", "PPO_CONFIGS", "PRESETS", "AnyConfig", "Config", "ConfigError", "OtherKindError", "PPORunConfig",
+           "build", "load", "option", "save", "set_values"]
 
 
 @dataclass(frozen=True)
@@ -291,6 +291,10 @@ def _section_fields(cfg: Any) -> dict[str, dataclasses.Field]:
     return {f.name: f for f in fields(cfg)}
 
 
+class OtherKindError(ConfigError):
+    """A saved config of the other kind of run: PPO where PlaNet was asked for, or the reverse."""
+
+
 def _unknown_key(key: str, valid: list[str]) -> ConfigError:
     hint = did_you_mean(key, valid) or f" Valid keys: {', '.join(sorted(valid))}."
     return ConfigError(f"Unknown config key '{key}'.{hint}")
@@ -422,7 +426,7 @@ def from_dict(data: typing.Mapping[str, Any], kind: type = Config) -> AnyConfig:
     if foreign and foreign & every and not every <= set(data):
         other = next((k for k in KINDS if foreign <= {f.name for f in fields(k)} | own), None)
         name = {PPORunConfig: "a PPO run's", Config: "a PlaNet run's"}.get(other, "not a planetrl")
-        raise ConfigError(f"this is {name} config (sections {', '.join(sorted(foreign))})")
+        raise OtherKindError(f"this is {name} config (sections {', '.join(sorted(foreign))})")
     flat = {k: v for k, v in LEGACY_DEFAULTS.items() if k.split(".")[0] in own}
     for section, values in data.items():
         if not isinstance(values, dict):
@@ -454,7 +458,7 @@ def load(path: str | Path, kind: type = Config) -> AnyConfig:
     try:
         return from_dict(data, kind)
     except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from error
+        raise type(error)(f"{path}: {error}") from error
 
 
 def differences(old: AnyConfig, new: AnyConfig) -> list[tuple[str, Any, Any]]:

@@ -217,6 +217,11 @@ MISTAKES = {
         ["eval", "--run", "{root}/planet/run-00", "--set", "planner.candidates=2"], "must be at most"),
     "visualize on a missing directory": (["visualize", "--run", "{root}/nope", "--out", "{root}/v"],
                                          "no run directory"),
+    "train into a finished PPO logdir": (["train", "--logdir", "{root}/ppo", *DEBUG],
+                                         "a PPO run's config (sections ppo); use a new --logdir"),
+    "ppo train into a finished PlaNet logdir": (
+        ["ppo", "train", "--config", "debug", "--logdir", "{root}/planet", "--no-progress"],
+        "a PlaNet run's config"),
     "visualize on a PPO run": (["visualize", "--run", "{root}/ppo/run-00", "--out", "{root}/v"], "PPO run"),
     "ppo visualize on a PlaNet run": (["ppo", "visualize", "--run", "{root}/planet/run-00", "--out", "{root}/v"],
                                       "PlaNet run"),

@@ -232,6 +232,8 @@ def refuse_changes_to_a_finished_run(run_dir: Path, kind: type, explicit: dict[s
     """
     try:
         saved = config_lib.load(run_dir / "config.yaml", kind=kind)
+    except config_lib.OtherKindError as error:  # not damage: this --logdir holds the other kind's runs
+        raise config_lib.ConfigError(f"{error}; use a new --logdir for this command's runs") from error
     except (config_lib.ConfigError, OSError):
         return
     conflicts = config_conflicts(saved, explicit)
