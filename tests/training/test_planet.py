@@ -279,6 +279,20 @@ def test_without_a_bar_a_run_prints_periodic_lines_with_the_moving_terms(tmp_pat
     assert image < 1000  # nats above the Gaussian constant, not the ~12,000 of the whole loss
 
 
+def test_a_resumed_run_shows_its_last_recorded_test_return_until_the_next_phase(tmp_path):
+    """A resumed run's lines said `test -` (and `no update yet` while updating) until its next test phase."""
+    from planetrl.training.planet import PlanetRun
+
+    assert main(["train", "--logdir", str(tmp_path), *DEBUG]) == 0
+    run_dir = tmp_path / "run-00"
+    run = PlanetRun(run_dir, C.load(run_dir / "config.yaml"), progress=False)
+    run._setup()
+    try:
+        assert run.progress_view.test_return == pytest.approx(np.mean(read_tests(run_dir)[-1]["returns"]))
+    finally:
+        run._teardown()
+
+
 def _every_zero(init):
     def patched(self, *args, **kwargs):
         init(self, *args, **{**kwargs, "every_s": 0.0})

@@ -286,8 +286,10 @@ class PlanetRun:
             self.logger.scalars(0, {f"params/{k}": v for k, v in counts.items()})
             self.logger.text("config", "```\n" + yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False) + "```")
         self.stream = StreamingMean()
+        tests = read_tests(self.run_dir)
         self.progress_view = RunProgress(self.run_dir.name, cfg.train.total_updates, self.updates, self.progress,
-                                         image_constant(cfg.env.image_size))
+                                         image_constant(cfg.env.image_size),
+                                         test_return=float(np.mean(tests[-1]["returns"])) if tests else None)
 
     def _train_phase(self, count: int) -> None:
         """`count` updates, logging averaged metrics every `log_every`, then a checkpoint."""

@@ -34,12 +34,13 @@ class RunProgress:
     """A tqdm bar when `bar`, otherwise one line on stdout every `every_s` seconds (and at each test)."""
 
     def __init__(self, name: str, total: int, initial: int, bar: bool, constant: float,
-                 every_s: float = 60.0) -> None:
+                 every_s: float = 60.0, test_return: float | None = None) -> None:
+        """`test_return`: the last recorded test phase's mean, shown until the next one (a resumed run has one)."""
         self.name, self.total, self.done, self.constant, self.every_s = name, total, initial, constant, every_s
         self._start_done, self._start = initial, time.monotonic()
         self._last_line = self._start
         self.terms: dict[str, float] = {}
-        self.test_return: float | None = None
+        self.test_return = test_return
         self._bar: Any = None
         if bar:
             from tqdm import tqdm
@@ -83,7 +84,7 @@ class RunProgress:
         elapsed = self._last_line - self._start
         rate = (self.done - self._start_done) / elapsed if elapsed > 0 else 0.0
         eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-        terms = " ".join(f"{k} {v:.2f}" for k, v in self.terms.items()) or "no update yet"
+        terms = " ".join(f"{k} {v:.2f}" for k, v in self.terms.items()) or "no loss logged yet"
         test = f"{self.test_return:.1f}" if self.test_return is not None else "-"
         print(f"{self.name} update {self.done}/{self.total} | {terms} | test {test} | {rate:.2f} upd/s | "
               f"ETA {duration(eta)}", file=sys.stdout, flush=True)
