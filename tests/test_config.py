@@ -127,3 +127,17 @@ def test_a_config_with_sections_of_both_kinds_and_unknown_ones_is_refused_in_one
     del data["train"]
     with pytest.raises(C.ConfigError, match="this is not a planetrl config"):
         C.from_dict(data)
+
+
+def test_a_key_given_twice_with_different_values_is_an_error_not_a_silent_choice():
+    """`--task cup-catch --set env.task=walker-walk` trained cup-catch, and of two --set the last won, silently."""
+    with pytest.raises(C.ConfigError, match=r"model.depth is set twice, to 8 and to 16; give it once"):
+        C.resolve({}, ["model.depth=8", "model.depth=16"])
+    with pytest.raises(C.ConfigError, match=r"env.task is given twice: --set env.task=walker-walk and 'cup-catch'"):
+        C.resolve({}, ["env.task=walker-walk"], {"env.task": "cup-catch"})
+    with pytest.raises(C.ConfigError, match=r"run.seed is given twice"):
+        C.resolve({}, ["run.seed=5"], {"run.seed": 3})
+    cfg = C.resolve({}, ["model.depth=8", "model.depth=8", "run.seed=3", "env.task=cup-catch"],
+                    {"run.seed": 3, "env.task": "cup-catch", "run.device": None})[0]
+    assert (cfg.model.depth, cfg.run.seed, cfg.env.task) == (8, 3, "cup-catch")  # the same value twice is fine
+    assert C.resolve({}, ["train.total_updates=1e3"], {"train.total_updates": 1000})[0].train.total_updates == 1000

@@ -367,8 +367,10 @@ def parse_assignments(items: typing.Iterable[str]) -> dict[str, Any]:
         if "=" not in item:
             raise ConfigError(f"Override '{item}' is not of the form section.key=value.")
         key, text = item.split("=", 1)
-        value = yaml.safe_load(text) if text.strip() else ""
-        result[key.strip()] = value
+        key, value = key.strip(), yaml.safe_load(text) if text.strip() else ""
+        if key in result and result[key] != value:
+            raise ConfigError(f"{key} is set twice, to {result[key]!r} and to {value!r}; give it once.")
+        result[key] = value
     return result
 
 
@@ -379,9 +381,21 @@ def resolve(block: typing.Mapping[str, Any], assignments: typing.Iterable[str] =
 
     Also returns the keys set explicitly, which a resumed run's saved config must agree with.
     """
-    explicit = {**block, **parse_assignments(assignments),
-                **{k: v for k, v in (flags or {}).items() if v is not None}}
-    return set_values(base or Config(), explicit), explicit
+    base = base or Config()
+    assigned = parse_assignments(assignments)
+    given = {k: v for k, v in (flags or {}).items() if v is not None}
+    for key in given.keys() & assigned.keys():
+        by_set, by_flag = (_dotted(set_values(base, {key: v}), key) for v in (assigned[key], given[key]))
+        if by_set != by_flag:
+            raise ConfigError(f"{key} is given twice: --set {key}={assigned[key]} and {given[key]!r} by its own "
+                              "option; give it once.")
+    explicit = {**block, **assigned, **given}
+    return set_values(base, explicit), explicit
+
+
+def _dotted(cfg: AnyConfig, key: str) -> Any:
+    section, name = key.split(".", 1)
+    return getattr(getattr(cfg, section), name)
 
 
 def build(preset: str | None = None, overrides: typing.Iterable[str] = (), base: Config | None = None) -> Config:

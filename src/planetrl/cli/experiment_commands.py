@@ -35,8 +35,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for task in tasks:
         check_task(task)  # unknown or uninstallable tasks fail here, before anything starts
     cfg = resolve_config(args, {})
-    for task in tasks:  # as each run's `train` would, before the first starts
-        check_planet_config(config_lib.set_values(cfg, {"env.task": task}))
+    for task in tasks:  # as each run's `train` would, before the first starts (a --set env.task included)
+        check_planet_config(resolve_config(args, {"env.task": task}))
     train_args = ([f"--preset={args.preset}"] if args.preset else []) + \
         [f"--set={item}" for item in args.overrides] + ([f"--seed={args.seed}"] if args.seed is not None else [])
     if args.device:
