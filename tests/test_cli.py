@@ -21,6 +21,12 @@ def test_collect_writes_episodes_through_processes(tmp_path, capsys):
     assert episode["image"].shape == (51, 24, 24, 3)
     assert (out / "episode.gif").read_bytes()[:6] == b"GIF89a"
     assert "wrote 3 episodes" in capsys.readouterr().out
+    before = {f.name for f in files}
+    assert main(["collect", "--task", "mock", "--episodes", "3", "--processes", "2", "--outdir", str(out),
+                 "--set", "env.image_size=24"]) == 0
+    assert "already held 3 episode files" in capsys.readouterr().out  # the same seed collects the same again
+    images = sorted(read_episode(f)["image"].tobytes() for f in list_episodes(out) if f.name not in before)
+    assert images == sorted(read_episode(f)["image"].tobytes() for f in files)
 
 
 def test_bad_config_value_is_a_clear_error(tmp_path, capsys):

@@ -57,7 +57,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from planetrl.agents.random import RandomAgent
-    from planetrl.data.episodes import EpisodeWriter, read_episode
+    from planetrl.data.episodes import EpisodeWriter, list_episodes, read_episode
     from planetrl.envs.make import make_batch_env
     from planetrl.envs.spaces import discrete_choices
     from planetrl.training.driver import Driver
@@ -66,6 +66,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     outdir = output_dir(args.outdir, "--outdir")
     cfg = resolve_config(args, {"env.task": args.task, "env.processes": args.processes})
     count = max(cfg.env.processes, 1)
+    held = len(list_episodes(outdir))
     start = time.time()
     env = make_batch_env(cfg.env, count, seed=cfg.run.seed)
     try:
@@ -82,6 +83,9 @@ def cmd_collect(args: argparse.Namespace) -> int:
     steps = sum(r.length for r in results)
     print(f"wrote {len(writer.written)} episodes to {outdir}/ "
           f"(return {scores.mean():.1f} +- {scores.std():.1f}, {steps} decisions, {steps / elapsed:.1f}/s)")
+    if held:
+        print(f"note: {outdir} already held {held} episode files; collect's episodes depend only on the task, the "
+              f"config and --seed (here {cfg.run.seed}), so any collected before with these are now there twice")
     if args.gif:
         episode = read_episode(writer.written[0])
         path = write_gif(episode["image"], outdir / "episode.gif", fps=args.fps, scale=args.gif_scale)
