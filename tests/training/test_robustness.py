@@ -263,6 +263,17 @@ def test_status_on_a_run_directory_shows_that_run(runs, capsys):
     assert len(lines) == 3 and " done " in lines[2] and lines[2].endswith(str(run))
 
 
+def test_status_of_a_ppo_run_counts_its_updates_and_its_last_evaluation(runs, capsys):
+    """It showed the env steps as updates and '-' as the return: it read PlaNet's files, which PPO does not write."""
+    from planetrl.metrics import read_metrics
+
+    run = runs / "ppo" / "run-00"
+    last_eval = max((r["step"], r["eval/return"]) for r in read_metrics(run) if "eval/return" in r)[1]
+    assert main(["status", "--logdir", str(runs / "ppo")]) == 0
+    row = capsys.readouterr().out.strip().splitlines()[2].split()
+    assert row[2:6] == ["done", "-", "5", f"{last_eval:.1f}"]  # debug: 150 steps in updates of 30
+
+
 def test_a_typo_in_the_task_creates_nothing(tmp_path):
     assert main(["train", "--logdir", str(tmp_path / "exp"), "--task", "chetah-run", *DEBUG]) != 0
     assert not (tmp_path / "exp").exists()

@@ -39,7 +39,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
         if what == "seeds":
             return str(len(runs))
         if what == "episodes":
-            return f"{statistics.fmean(r['episodes'] for r in runs):.0f}"
+            counts = [r["episodes"] for r in runs if r["episodes"] is not None]  # PPO runs keep none
+            return f"{statistics.fmean(counts):.0f}" if counts else "-"
         if what == "wall":
             walls = [r["wall_seconds"] for r in runs if r["wall_seconds"] is not None]
             return f"{statistics.fmean(walls) / 3600:.2f} h" if walls else "-"

@@ -131,14 +131,18 @@ def experiment_dirs(logdir: Path) -> list[Path]:
 
 
 def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
-    """Task, seed, state, episodes, updates, latest test return and wall-clock of one run."""
+    """Task, seed, state, episodes, updates, latest test return and wall-clock of one run (PlaNet or PPO)."""
     config = read_run_config(run_dir / "config.yaml")
     claims = read_json_lines(run_dir / "claims.jsonl")
     tests = read_tests(run_dir)
     metrics = read_json_lines(run_dir / "metrics.jsonl")
-    episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
-    updates = max((step for r in metrics if any(k.startswith("train/") for k in r)
-                   and (step := record_step(r)) is not None), default=0)
+    if "ppo" in config:  # PPO stores no episodes and no tests.jsonl; its metrics count env steps
+        episodes, (updates, test_return) = None, _ppo_progress(metrics)
+    else:
+        episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
+        updates = max((step for r in metrics if any(k.startswith("train/") for k in r)
+                       and (step := record_step(r)) is not None), default=0)
+        test_return = (sum(tests[-1]["returns"]) / len(tests[-1]["returns"])) if tests else None
     start = next((c["time"] for c in claims[:1] if finite_number(c.get("time"))), None)
     end = max((r["time"] for r in metrics if finite_number(r.get("time"))), default=start)
     state = run_state(run_dir, stale_seconds)
@@ -153,11 +157,19 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
     return {
         "run": str(run_dir), "task": config["env"]["task"], "seed": config["run"]["seed"],
         "state": state, "episodes": episodes, "updates": updates,
-        "test_return": (sum(tests[-1]["returns"]) / len(tests[-1]["returns"])) if tests else None,
+        "test_return": test_return,
         "wall_seconds": (end - start) if start is not None and end is not None else None,
         "hardware": info.get("gpu") or f"{info.get('cpus', '?')} CPUs {info.get('processor') or ''}".strip(),
         "tests": tests,
     }
+
+
+def _ppo_progress(metrics: list[dict[str, Any]]) -> tuple[int, float | None]:
+    """A PPO run's updates and its latest evaluation's mean return, read from its metrics."""
+    updates = max((int(value) for r in metrics if finite_number(value := r.get("train/updates"))), default=0)
+    evaluations = [(step, r["eval/return"]) for r in metrics
+                   if finite_number(r.get("eval/return")) and (step := record_step(r)) is not None]
+    return updates, max(evaluations)[1] if evaluations else None
 
 
 def format_status(rows: list[dict[str, Any]]) -> str:
@@ -168,7 +180,8 @@ def format_status(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         ret = f"{row['test_return']:.1f}" if row["test_return"] is not None else "-"
         wall = f"{row['wall_seconds'] / 60:.1f} min" if row["wall_seconds"] is not None else "-"
-        lines.append(f"{row['task']:<22} {row['seed']:>4} {row['state']:<8} {row['episodes']:>8} "
+        episodes = "-" if row["episodes"] is None else row["episodes"]  # PPO keeps none
+        lines.append(f"{row['task']:<22} {row['seed']:>4} {row['state']:<8} {episodes:>8} "
                      f"{row['updates']:>8} {ret:>11} {wall:>9}  {row['run']}")
     return "\n".join(lines)
 
