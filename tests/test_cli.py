@@ -271,3 +271,41 @@ def test_a_printed_command_calls_the_installed_program_from_wherever_the_user_is
     monkeypatch.setenv("PATH", f"{beside.parent}:/usr/bin:/bin")  # an activated environment
     assert program("tensorboard") == "tensorboard"
     assert program("no-such-program") == "no-such-program"
+
+
+EMPTY_PATHS = [
+    ["train", "--preset", "debug", "--logdir", ""],
+    ["ppo", "train", "--config", "debug", "--logdir", ""],
+    ["sweep", "--tasks", "mock", "--logdir", ""],
+    ["status", "--logdir", ""],
+    ["report", "--logdir", "", "--out", "r"],
+    ["collect", "--task", "mock", "--outdir", ""],
+    ["eval", "--run", ""],
+    ["eval", "--run", "r", "--json", ""],
+    ["visualize", "--run", "r", "--out", ""],
+    ["ppo", "eval", "--run", ""],
+    ["results", "export", "--run", "r", "--out", ""],
+    ["results", "table", "--dir", ""],
+    ["results", "curves", "--record", "", "--out", "c.png"],
+]
+
+
+@pytest.mark.parametrize("argv", EMPTY_PATHS, ids=lambda argv: " ".join(a or "''" for a in argv))
+def test_an_empty_path_is_refused_and_never_taken_for_the_current_directory(tmp_path, monkeypatch, capsys, argv):
+    """`--logdir ""` (an unset shell variable) trained in the current directory, or found a run there."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    assert "an empty path (it would mean the current directory)" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
+
+
+def test_every_path_option_refuses_an_empty_path():
+    from planetrl.cli import build_parser
+    from planetrl.cli.common import path_arg
+
+    paths = {"--logdir", "--run", "--out", "--outdir", "--dir", "--json", "--record"}
+    options = [(command, action.option_strings[0], action.type) for command, parser in _commands(build_parser())
+               for action in parser._actions if set(action.option_strings) & paths]
+    assert len(options) >= 20 and all(kind is path_arg for _, _, kind in options), options

@@ -55,6 +55,13 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                         help="named block of config overrides, applied before --set")
 
 
+def path_arg(value: str) -> str:
+    """A path option's value: an empty one (say, an unset shell variable) would mean the current directory."""
+    if not value:
+        raise argparse.ArgumentTypeError("an empty path (it would mean the current directory); name one")
+    return value
+
+
 def overrides_parent() -> argparse.ArgumentParser:
     """--set and --seed, shared by every command that builds a configuration."""
     parent = argparse.ArgumentParser(add_help=False)
@@ -67,7 +74,7 @@ def overrides_parent() -> argparse.ArgumentParser:
 def experiment_parent() -> argparse.ArgumentParser:
     """The options of a training command (train, ppo train): where, how many runs, device, output, retries."""
     parent = argparse.ArgumentParser(add_help=False)
-    parent.add_argument("--logdir", required=True, help="experiment directory; runs go to LOGDIR/run-NN")
+    parent.add_argument("--logdir", required=True, type=path_arg, help="experiment directory; runs go to LOGDIR/run-NN")
     parent.add_argument("--runs", type=int, default=1, help="number of runs (seeds seed, seed+1, ...); default 1")
     parent.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device (run.device)")
     parent.add_argument("--no-progress", action="store_true", help="no progress bar; a line a minute (for logs)")

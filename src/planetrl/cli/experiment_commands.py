@@ -18,6 +18,7 @@ from planetrl.cli.common import (
     output_dir,
     output_file,
     overrides_parent,
+    path_arg,
     resolve_config,
 )
 from planetrl.programs import program
@@ -162,17 +163,19 @@ def add_results_commands(commands: argparse._SubParsersAction) -> None:
     results_commands = results.add_subparsers(dest="results_command", required=True, metavar="RESULTS_COMMAND",
                                               help="export, table or curves")
     export = results_commands.add_parser("export", help="copy a run's compact record (no checkpoints, no episodes)")
-    export.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
-    export.add_argument("--out", required=True, help="record directory, e.g. results/cpu/cheetah-run/seed-0; "
-                                                     "the same run's record is refreshed, another run's refused")
+    export.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
+    export.add_argument("--out", required=True, type=path_arg,
+                        help="record directory, e.g. results/cpu/cheetah-run/seed-0; "
+                             "the same run's record is refreshed, another run's refused")
     export.set_defaults(func=cmd_results_export)
     results_table = results_commands.add_parser("table", help="README.md and a PNG per task from the records")
-    results_table.add_argument("--dir", required=True, help="folder of TASK/seed-N records, e.g. results/cpu")
+    results_table.add_argument("--dir", required=True, type=path_arg,
+                               help="folder of TASK/seed-N records, e.g. results/cpu")
     results_table.set_defaults(func=cmd_results_table)
     curves = results_commands.add_parser("curves", help="one PNG comparing records of one task (a variant on/off)")
-    curves.add_argument("--record", action="append", required=True, metavar="DIR[=LABEL]",
+    curves.add_argument("--record", action="append", required=True, type=path_arg, metavar="DIR[=LABEL]",
                         help="a record directory and its legend label; give one per line to draw")
-    curves.add_argument("--out", required=True, help="PNG path")
+    curves.add_argument("--out", required=True, type=path_arg, help="PNG path")
     curves.add_argument("--title", default="", help="figure title")
     curves.set_defaults(func=cmd_results_curves)
 
@@ -187,7 +190,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
         epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     sweep.add_argument("--tasks", required=True, help="comma-separated task names")
     sweep.add_argument("--seeds", type=int, default=5, help="runs (seeds) per task (default 5)")
-    sweep.add_argument("--logdir", required=True, help="sweep directory")
+    sweep.add_argument("--logdir", required=True, type=path_arg, help="sweep directory")
     sweep.add_argument("--backend", choices=("local", "ray"), default="local",
                        help="local processes, or Ray tasks (needs the ray extra)")
     sweep.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
@@ -203,7 +206,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     status = commands.add_parser("status", help="table of the runs under a logdir",
                                  description="Task, seed, state (running/done/failed/stale), episodes, updates, "
                                              "latest test return and wall-clock of every run; safe while runs go on.")
-    status.add_argument("--logdir", required=True, help="experiment, sweep or run directory")
+    status.add_argument("--logdir", required=True, type=path_arg, help="experiment, sweep or run directory")
     status.add_argument("--stale-seconds", type=at_least(0.01, float), default=600.0,
                         help="a heartbeat older than this marks a run stale (default 600)")
     status.set_defaults(func=cmd_status)
@@ -212,8 +215,8 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
                                  description="report.md: final test return per task, mean and std over seeds, "
                                              "episodes, wall-clock and hardware (Table 1 layout); a PNG per task "
                                              "of test return against episodes.")
-    report.add_argument("--logdir", required=True, help="sweep directory")
-    report.add_argument("--out", required=True, help="directory for report.md and the plots")
+    report.add_argument("--logdir", required=True, type=path_arg, help="sweep directory")
+    report.add_argument("--out", required=True, type=path_arg, help="directory for report.md and the plots")
     report.set_defaults(func=cmd_report)
 
     show = commands.add_parser("config", parents=[overrides_parent()],

@@ -18,6 +18,7 @@ from planetrl.cli.common import (
     output_dir,
     output_file,
     overrides_parent,
+    path_arg,
     resolve_args,
     resolve_config,
 )
@@ -220,7 +221,7 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
     )
     collect.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
     collect.add_argument("--episodes", type=at_least(1), default=5, help="number of episodes to write (default 5)")
-    collect.add_argument("--outdir", required=True, help="directory for the episode files")
+    collect.add_argument("--outdir", required=True, type=path_arg, help="directory for the episode files")
     collect.add_argument("--processes", type=int,
                          help="envs stepped in parallel, each in its own process; 0 = one env in-process "
                               "(env.processes)")
@@ -256,9 +257,9 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser("eval", help="mean and std of the return of a run's latest checkpoint",
                                    description="Run test episodes (no exploration noise) with the latest "
                                                "checkpoint of a run and print the mean and std of the return.")
-    evaluate.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    evaluate.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
     evaluate.add_argument("--episodes", type=at_least(1), default=10, help="episodes, run in parallel (default 10)")
-    evaluate.add_argument("--json", help="also write the returns, mean and std to this JSON file")
+    evaluate.add_argument("--json", type=path_arg, help="also write the returns, mean and std to this JSON file")
     evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
                           help=PLANNER_SET_HELP)
@@ -271,8 +272,8 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     visualize = commands.add_parser("visualize", help="videos of a trained agent and its open-loop predictions",
                                     description="Write GIFs of policy episodes of the latest checkpoint and of "
                                                 "the model's open-loop predictions on them (truth/model/error).")
-    visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
-    visualize.add_argument("--out", required=True, help="directory for the videos")
+    visualize.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
+    visualize.add_argument("--out", required=True, type=path_arg, help="directory for the videos")
     visualize.add_argument("--episodes", type=at_least(1), default=2, help="policy episodes (default 2)")
     visualize.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     visualize.add_argument("--checkpoint", type=int, metavar="UPDATES",

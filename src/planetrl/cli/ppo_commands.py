@@ -18,6 +18,7 @@ from planetrl.cli.common import (
     output_dir,
     output_file,
     overrides_parent,
+    path_arg,
 )
 from planetrl.config_values import did_you_mean
 
@@ -108,13 +109,13 @@ def add_ppo_commands(commands: argparse._SubParsersAction) -> None:
     ppo_train.set_defaults(func=cmd_ppo_train)
     ppo_visualize = ppo_commands.add_parser("visualize", help="videos of a trained PPO agent's episodes",
                                             description="Render episodes of the latest checkpoint as GIFs.")
-    ppo_visualize.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
-    ppo_visualize.add_argument("--out", required=True, help="directory for the videos")
+    ppo_visualize.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
+    ppo_visualize.add_argument("--out", required=True, type=path_arg, help="directory for the videos")
     ppo_visualize.add_argument("--episodes", type=at_least(1), default=2, help="episodes to render (default 2)")
     ppo_visualize.set_defaults(func=cmd_ppo_visualize)
     ppo_eval = ppo_commands.add_parser("eval", help="mean and std of a trained PPO agent's return",
                                        description="Run the latest checkpoint's mean action for N episodes.")
-    ppo_eval.add_argument("--run", required=True, help="run directory (LOGDIR/run-NN)")
+    ppo_eval.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
     ppo_eval.add_argument("--episodes", type=at_least(1), default=30, help="episodes (default 30, as batch-ppo)")
-    ppo_eval.add_argument("--json", help="also write the returns, mean and std to this JSON file")
+    ppo_eval.add_argument("--json", type=path_arg, help="also write the returns, mean and std to this JSON file")
     ppo_eval.set_defaults(func=cmd_ppo_eval)
