@@ -67,6 +67,12 @@ def test_custom_task_registers_and_runs_in_processes():
                       overwrite=True)
     with pytest.raises(ValueError, match="already registered"):
         registry.register(registry.TaskSpec("custom-seven", make_custom))
+    with pytest.raises(ValueError, match="'custom-bad': action_repeat must be at least 1, got 0"):
+        registry.register(registry.TaskSpec("custom-bad", make_custom, action_repeat=0))
+    with pytest.raises(ValueError, match=r"'custom-bad': episode_steps must be at least 0 .*got -5"):
+        registry.register(registry.TaskSpec("custom-bad", make_custom, episode_steps=-5))
+    with pytest.raises(ValueError, match="unknown task 'custom-bad'"):
+        registry.resolve("custom-bad")  # refused specs are not registered
     batch = make_batch_env(EnvConfig(task="custom-seven", image_size=24, processes=2), 2)
     try:
         obs = batch.reset()

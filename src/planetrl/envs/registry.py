@@ -83,6 +83,9 @@ def register(spec: TaskSpec, overwrite: bool = False) -> TaskSpec:
         raise ValueError(f"task '{spec.name}' is already registered")
     if spec.action_repeat < 1:
         raise ValueError(f"task '{spec.name}': action_repeat must be at least 1, got {spec.action_repeat}")
+    if spec.episode_steps < 0:
+        raise ValueError(f"task '{spec.name}': episode_steps must be at least 0 (0: the env ends its episodes), "
+                         f"got {spec.episode_steps}")
     _REGISTRY[spec.name] = spec
     return spec
 
