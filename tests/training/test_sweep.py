@@ -22,15 +22,19 @@ def _claims(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "claims.jsonl").read_text().splitlines()]
 
 
-def test_local_sweep_runs_each_run_exactly_once(tmp_path, capsys):
+def test_local_sweep_runs_each_run_exactly_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)  # 2 cores, 2 runs at a time
     args = ["sweep", "--tasks", "mock,mock-3d", "--seeds", "2", "--logdir", str(tmp_path), "--parallel", "2",
             "--preset", "debug"]
     assert main(args) == 0
+    assert "(local, 2 at a time, 1 torch thread each)" in capsys.readouterr().out
     for task in ("mock", "mock-3d"):
         for index in range(2):
             run = tmp_path / task / f"run-{index:02d}"
             assert (run / "DONE").exists() and len(_claims(run)) == 1
             assert f"run {run} done" in (run / "train.log").read_text()  # each run's output is kept
+            assert json.loads((run / "run_info.json").read_text())["torch_threads"] == 1  # its share of the cores
     assert main(args) == 0  # a rerun finds nothing to do, and says so
     out = capsys.readouterr().out
     assert "0 runs to do" in out and "every run is already done" in out and "0 done, 0 failed" not in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ from planetrl.programs import program
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from planetrl.training.sweep import missing_runs, run_local, run_ray, sweep_units
+    from planetrl.training.sweep import missing_runs, run_local, run_ray, sweep_units, threads_per_run
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     if not tasks or args.seeds < 1:
@@ -45,7 +46,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     train_args += [f"--import={module}" for module in IMPORTS]
     logdir = Path(args.logdir)
     units = missing_runs(logdir, sweep_units(tasks, args.seeds), cfg.run.stale_seconds)
-    print(f"sweep: {len(tasks)} tasks x {args.seeds} seeds, {len(units)} runs to do ({args.backend})", flush=True)
+    how = args.backend
+    if args.backend == "local":
+        threads = threads_per_run(args.parallel)
+        how += f", {args.parallel} at a time, " + (f"{threads} torch thread{'s' * (threads > 1)} each" if threads else
+                                                   f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} each")
+    print(f"sweep: {len(tasks)} tasks x {args.seeds} seeds, {len(units)} runs to do ({how})", flush=True)
     if args.backend == "ray":
         results = run_ray(units, logdir, train_args, args.address, args.cpus_per_run, args.gpus_per_run,
                           cfg.run.stale_seconds)

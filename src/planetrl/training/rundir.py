@@ -176,7 +176,8 @@ def require_run_dir(run_dir: Path) -> Path:
 
 
 def machine_info() -> dict[str, Any]:
-    """Package version, git commit when available, CPU (and whether its bf16 is native), GPU and torch version."""
+    """Package version, git commit when available, CPU (and whether its bf16 is native), torch's CPU threads, GPU
+    and torch version."""
     commit = None
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
@@ -186,6 +187,7 @@ def machine_info() -> dict[str, Any]:
     return {
         "planetrl": planetrl.__version__, "git_commit": commit, "torch": torch.__version__,
         "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
         "processor": platform.processor(), "host": platform.node(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "cpu_bf16_native": native_bf16(torch.device("cpu")),

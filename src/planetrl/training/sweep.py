@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -51,8 +52,12 @@ def command(unit: Unit, logdir: Path, train_args: list[str]) -> list[str]:
             "--index", str(unit.index), "--wait", "--no-progress", *train_args]
 
 
-def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: float) -> str:
-    """Do one run in a child process; raise if it died, so the caller (or Ray) retries it."""
+def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: float,
+             threads: int | None = None) -> str:
+    """Do one run in a child process; raise if it died, so the caller (or Ray) retries it.
+
+    `threads`: the child's OMP_NUM_THREADS, torch's CPU threads (None: inherited).
+    """
     run_dir = unit.directory(logdir)
     state = run_state(run_dir, stale_seconds)
     if state in ("done", "failed"):
@@ -60,7 +65,8 @@ def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: flo
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / "train.log"  # the run's own output, kept (appended on every attempt)
     with open(log_path, "a") as output:
-        result = subprocess.run(command(unit, logdir, train_args), stdout=output, stderr=subprocess.STDOUT)
+        env = None if threads is None else {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        result = subprocess.run(command(unit, logdir, train_args), stdout=output, stderr=subprocess.STDOUT, env=env)
     state = run_state(run_dir, stale_seconds)
     if state in ("done", "failed"):
         return state
@@ -69,17 +75,29 @@ def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: flo
                        f"in state {state}; its output is in {log_path}: {tail}")
 
 
+def threads_per_run(parallel: int) -> int | None:
+    """Torch threads for each of `parallel` runs on this machine: its cores shared out (None where the user set
+    OMP_NUM_THREADS). More threads than cores in all make torch's threads wait on each other: two updates side by
+    side at two threads each on two cores took 5.2 s a step, at one thread each 1.0 s (BENCHMARKS.md)."""
+    if "OMP_NUM_THREADS" in os.environ:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, cores // max(parallel, 1))
+
+
 def run_local(units: list[Unit], logdir: Path, train_args: list[str], parallel: int, stale_seconds: float,
               retries: int = 2, table_every: float = 60.0) -> dict[Unit, str]:
     """Up to `parallel` runs at a time as child processes; a run whose process dies is retried.
 
     Each run's output goes to its `train.log`; every `table_every` seconds the status table is printed.
+    Each run gets its share of the cores as torch threads, unless OMP_NUM_THREADS is set.
     """
+    threads = threads_per_run(parallel)
 
     def attempt(unit: Unit) -> str:
         for trial in range(retries + 1):
             try:
-                return run_unit(unit, logdir, train_args, stale_seconds)
+                return run_unit(unit, logdir, train_args, stale_seconds, threads)
             except RuntimeError as error:
                 log.warning("%s (attempt %d of %d)", error, trial + 1, retries + 1)
         return run_state(unit.directory(logdir), stale_seconds)
