@@ -310,6 +310,8 @@ def test_a_saved_config_with_the_retired_minibatches_key_still_loads():
 def test_ppo_cli_end_to_end_resume_eval_and_visualize(tmp_path, capsys):
     assert main(["ppo", "train", "--config", "debug", "--logdir", str(tmp_path), "--no-progress"]) == 0
     run = tmp_path / "run-00"
+    videos = next(line for line in capsys.readouterr().out.splitlines() if "videos: " in line)
+    assert f"ppo visualize --run {run} --out DIR" in videos and not (run / "videos").exists()  # PPO writes none
     records = read_metrics(run)
     assert any("eval/return" in r for r in records)
     assert max(r["step"] for r in records) >= 150

@@ -82,7 +82,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     elapsed = time.time() - start
     scores = np.array([r.score for r in results])
     steps = sum(r.length for r in results)
-    print(f"wrote {len(writer.written)} episodes to {outdir}/ "
+    print(f"wrote {len(writer.written)} episode{'s' * (len(writer.written) != 1)} to {outdir}/ "
           f"(return {scores.mean():.1f} +- {scores.std():.1f}, {steps} decisions, {steps / elapsed:.1f}/s)")
     if held:
         print(f"note: {outdir} already held {held} episode files; collect's episodes depend only on the task, the "

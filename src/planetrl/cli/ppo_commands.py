@@ -87,7 +87,8 @@ def cmd_ppo_visualize(args: argparse.Namespace) -> int:
     scores, written = _ppo_episodes(Path(args.run), args.episodes, pixels=True, outdir=outdir)
     for number, path in enumerate(written):
         write_gif(read_episode(path)["image"], outdir / f"policy-{number:02d}.gif", fps=30, scale=2)
-    print(f"wrote {len(written)} videos to {outdir}/ (returns: " + ", ".join(f"{r:.1f}" for r in scores) + ")")
+    print(f"wrote {len(written)} video{'s' * (len(written) != 1)} to {outdir}/ (returns: "
+          + ", ".join(f"{r:.1f}" for r in scores) + ")")
     return 0
 
 

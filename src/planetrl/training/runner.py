@@ -157,10 +157,11 @@ def _run_one(run_dir: Path, claim: Claim, cfg: config_lib.AnyConfig, explicit: d
         return False
     claim.done()
     summary = ", ".join(f"{k} {v:.1f}" for k, v in result.items() if "return" in k)
+    videos = f"{run_dir / 'videos'}/" if isinstance(cfg, config_lib.Config) else \
+        f"{program('planetrl')} ppo visualize --run {shlex.quote(str(run_dir))} --out DIR"  # PPO writes none itself
     print(f"run {run_dir} done{': ' + summary if summary else ''}\n"
           f"  logs: {run_dir / 'metrics.jsonl'} and TensorBoard: {program('tensorboard')} --logdir "
-          f"{shlex.quote(str(run_dir / 'events'))}"
-          f"\n  videos: {run_dir / 'videos'}/", flush=True)
+          f"{shlex.quote(str(run_dir / 'events'))}\n  videos: {videos}", flush=True)
     return True
 
 
