@@ -7,6 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+import yaml
 from torch import nn
 
 from planetrl import config as C
@@ -114,7 +115,7 @@ def test_kl_cutoff_applies_to_each_sequence_before_the_mean():
     with torch.no_grad():
         agent.net.policy[-1].weight.zero_()
         agent.net.policy[-1].bias.zero_()
-    std = float(nn.functional.softplus(agent.net.std_param)[0])
+    std = float(nn.functional.softplus(agent.net.std_param.detach())[0])
     # The current policy is N(0, std). Sequence 0's behaviour mean makes KL 0.03, sequence 1's KL 0.
     kl0 = 0.03
     mean0 = math.sqrt(2 * kl0) * std
@@ -315,6 +316,9 @@ def test_ppo_cli_end_to_end_resume_eval_and_visualize(tmp_path, capsys):
     records = read_metrics(run)
     assert any("eval/return" in r for r in records)
     assert max(r["step"] for r in records) >= 150
+    assert main(["config", "--ppo", "debug"]) == 0  # what the run saved is what `config --ppo` shows
+    shown = yaml.safe_load(capsys.readouterr().out)
+    assert C.from_dict(shown, C.PPORunConfig) == C.load(run / "config.yaml", kind=C.PPORunConfig)
     (run / "DONE").unlink()
     assert main(["ppo", "train", "--config", "debug", "--logdir", str(tmp_path), "--no-progress",
                  "--set", "ppo.total_steps=300"]) == 2  # the saved config wins
@@ -350,6 +354,20 @@ def test_ppo_train_help_names_each_configs_task(capsys):
         main(["ppo", "train", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "cheetah (gym:HalfCheetah-v5)" in out and "pendulum (gym:Pendulum-v1)" in out
+    assert "planetrl config --ppo CONFIG" in out and "presets" not in out  # PPO takes no preset
+
+
+def test_config_shows_a_ppo_config_with_its_overrides_and_refuses_a_preset_beside_it(capsys):
+    assert main(["config", "--ppo", "pendulum", "--set", "ppo.lr=0.0005", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    shown = C.from_dict(yaml.safe_load(out), C.PPORunConfig)
+    assert (shown.env.task, shown.ppo.lr, shown.run.seed) == ("gym:Pendulum-v1", 0.0005, 3)
+    assert (shown.ppo.chunk_length, shown.ppo.batch_size, shown.env.pixels) == (50, 20, False)  # the config block
+    assert "# for task gym:Pendulum-v1: action_repeat 1, episode_steps 200" in out
+    assert main(["config", "--ppo", "pendulum", "--preset", "cpu"]) == 2
+    assert "--preset cpu and --ppo pendulum" in capsys.readouterr().err
+    assert main(["config", "--ppo", "pendulm"]) == 2
+    assert "unknown PPO config 'pendulm'. Did you mean: pendulum" in capsys.readouterr().err
 
 
 def test_ppo_learns_a_task_whose_best_action_is_in_the_state():

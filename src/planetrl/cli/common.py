@@ -8,16 +8,28 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from planetrl import config as config_lib
+from planetrl.config_values import did_you_mean
 
 PLANET_SECTIONS = ("env", "data", "model", "loss", "optim", "planner", "train", "run")
 PPO_SECTIONS = ("env", "ppo", "run")
 
 
 def config_epilog(sections: Sequence[str] = PLANET_SECTIONS) -> str:
-    """A pointer to the keys instead of all of them, so that --help fits on one screen."""
+    """A pointer to the keys instead of all of them, so that --help fits on one screen; PPO commands take
+    a PPO config where PlaNet commands take a preset, so each is pointed to its own."""
+    named = ("The config a PPO config and --set resolve to: planetrl config --ppo CONFIG [--set ...]"
+             if "ppo" in sections else f"presets: {', '.join(sorted(config_lib.PRESETS))}")
     return (f"configuration: --set SECTION.KEY=VALUE; sections {', '.join(sections)}.\n"
             f"Every key, its default and meaning: planetrl config --keys {' '.join(sections[:2])} ...\n"
-            f"presets: {', '.join(sorted(config_lib.PRESETS))}")
+            + named)
+
+
+def ppo_block(name: str) -> dict[str, object]:
+    """The named PPO config's block of overrides; an unknown name is refused with the close ones."""
+    if name not in config_lib.PPO_CONFIGS:
+        raise config_lib.ConfigError(f"unknown PPO config '{name}'.{did_you_mean(name, config_lib.PPO_CONFIGS)} "
+                                     f"Allowed: {', '.join(sorted(config_lib.PPO_CONFIGS))}")
+    return dict(config_lib.PPO_CONFIGS[name])
 
 
 def describe_keys(sections: Sequence[str]) -> str:

@@ -15,11 +15,13 @@ from planetrl.cli.common import (
     add_config_options,
     at_least,
     config_epilog,
+    config_from,
     describe_keys,
     output_dir,
     output_file,
     overrides_parent,
     path_arg,
+    ppo_block,
     resolve_config,
 )
 from planetrl.programs import program
@@ -148,7 +150,15 @@ def cmd_config(args: argparse.Namespace) -> int:
     from planetrl.envs.make import action_repeat, decisions_per_episode, episode_steps
     from planetrl.envs.registry import resolve
 
-    cfg = resolve_config(args, {"env.task": args.task})
+    cfg: config_lib.AnyConfig
+    if args.ppo is None:
+        cfg = resolve_config(args, {"env.task": args.task})
+    elif args.preset is not None:
+        raise config_lib.ConfigError(f"--preset {args.preset} and --ppo {args.ppo}: a preset configures PlaNet, "
+                                     "a PPO config PPO; give one")
+    else:
+        cfg = config_from(ppo_block(args.ppo), args.overrides, {"env.task": args.task, "run.seed": args.seed},
+                          kind=config_lib.PPORunConfig)[0]
     spec = resolve(cfg.env.task)  # a config printed to train from later names a task that exists
     print(yaml.safe_dump(config_lib.to_dict(cfg), sort_keys=False), end="")
     # The 0s that mean "the task's default" stay 0 in the YAML (so it trains the same on any task); say what they
@@ -227,9 +237,12 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
 
     show = commands.add_parser("config", parents=[overrides_parent()],
                                help="print the resolved configuration as YAML",
-                               description="Print the configuration that a preset and overrides resolve to.",
+                               description="Print the configuration that a preset (or, with --ppo, a PPO "
+                                           "config) and overrides resolve to.",
                                epilog=config_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add_config_options(show)
+    show.add_argument("--ppo", metavar="CONFIG", help="a PPO config instead of a preset: what `planetrl ppo train "
+                                                      "--config CONFIG` runs")
     show.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
     show.add_argument("--keys", nargs="*", metavar="SECTION",
                       help="list every key (of these sections) with its default and meaning, instead of the YAML")

@@ -19,20 +19,17 @@ from planetrl.cli.common import (
     output_file,
     overrides_parent,
     path_arg,
+    ppo_block,
 )
-from planetrl.config_values import did_you_mean
 
 
 def cmd_ppo_train(args: argparse.Namespace) -> int:
     from planetrl.training.ppo import PPORun
 
-    if args.config not in config_lib.PPO_CONFIGS:
-        hint = did_you_mean(args.config, config_lib.PPO_CONFIGS)
-        raise config_lib.ConfigError(f"unknown PPO config '{args.config}'.{hint} "
-                                     f"Allowed: {', '.join(sorted(config_lib.PPO_CONFIGS))}")
+    block = ppo_block(args.config)
     from planetrl.training.runner import run_experiment
 
-    cfg, explicit = config_from(config_lib.PPO_CONFIGS[args.config], args.overrides,
+    cfg, explicit = config_from(block, args.overrides,
                                 {"run.device": args.device, "run.seed": args.seed}, kind=config_lib.PPORunConfig)
     return run_experiment(Path(args.logdir), args.runs, cfg, explicit,
                            lambda run_dir, run_cfg, fence: PPORun(run_dir, run_cfg, not args.no_progress, fence),
