@@ -83,10 +83,15 @@ def test_killed_run_is_retried_and_resumes(tmp_path):
     assert killed["updates"] >= 4 and steps.count(2) == 1 and steps[-1] == 40
 
 
-def _fake_run(root: Path, task: str, seed: int, returns: list[float], episodes: int) -> None:
-    run = root / task / f"run-{seed:02d}"
+def _fake_run(root: Path, task: str, seed: int, returns: list[float], episodes: int,
+              config: dict | None = None, experiment: str | None = None) -> None:
+    run = root / (experiment or task) / f"run-{seed:02d}"
     (run / "train_episodes").mkdir(parents=True)
-    (run / "config.yaml").write_text(yaml.safe_dump({"env": {"task": task}, "run": {"seed": seed}}))
+    sections = {"env": {"task": task}, "run": {"seed": seed}}
+    for key, value in (config or {}).items():
+        section, name = key.split(".")
+        sections.setdefault(section, {})[name] = value
+    (run / "config.yaml").write_text(yaml.safe_dump(sections))
     (run / "tests.jsonl").write_text(
         json.dumps({"updates": 100, "returns": [r - 10 for r in returns], "train_episodes": episodes // 2}) + "\n"
         + json.dumps({"updates": 200, "returns": returns, "train_episodes": episodes}) + "\n")
@@ -117,6 +122,30 @@ def test_report_means_stds_and_plots(tmp_path):
 
     with Image.open(pngs[0]) as image:
         assert image.size[0] > 100 and np.asarray(image).std() > 0
+
+
+def test_report_averages_only_seeds_of_one_experiment(tmp_path):
+    # cheetah-run: seeds 0 and 1 of one config in two experiment directories (pooled), seed 0 with another
+    # learning rate and another bookkeeping key (its own column, named by the lr alone), and a PPO run.
+    base = {"optim.lr": 0.001, "env.processes": 1}
+    _fake_run(tmp_path, "cheetah-run", 0, [100.0], 4, base, "a")
+    _fake_run(tmp_path, "cheetah-run", 1, [200.0], 4, {**base, "env.processes": 4}, "b")
+    _fake_run(tmp_path, "cheetah-run", 0, [900.0], 4, {"optim.lr": 0.0005, "env.processes": 2}, "c")
+    _fake_run(tmp_path, "cheetah-run", 0, [-50.0], 4, {"ppo.lr": 0.0001}, "d")
+    (tmp_path / "d" / "run-00" / "tests.jsonl").unlink()  # PPO: evaluations in metrics, steps as x
+    evaluations = ((300, -70.0), (600, -50.0))
+    (tmp_path / "d" / "run-00" / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": step, "eval/return": value}) + "\n" for step, value in evaluations))
+    (tmp_path / "b" / "run-01" / "DONE").unlink()
+    rows = status_rows(tmp_path)
+    table = markdown_table(rows)
+    assert table.splitlines()[0] == ("| | cheetah-run (PPO) | cheetah-run (PlaNet, optim.lr=0.0005) | "
+                                     "cheetah-run (PlaNet, optim.lr=0.001) |")
+    assert "| mean final test return | -50.0 | 900.0 | 150.0 |" in table
+    assert "| seeds | 1 | 1 | 2 |" in table
+    assert "| finished runs | 1 of 1 | 1 of 1 | 1 of 2 |" in table
+    written = {p.name for p in write_report(rows, tmp_path / "out")}
+    assert {"cheetah-run-PPO.png", "cheetah-run-PlaNet-optim.lr=0.001.png"} < written
 
 
 def test_a_local_sweep_shows_a_live_table_while_it_runs(tmp_path, capsys):

@@ -230,7 +230,9 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
     report = commands.add_parser("report", help="results table and learning-curve plots of a sweep",
                                  description="report.md: final test return per task, mean and std over seeds, "
                                              "episodes, wall-clock and hardware (Table 1 layout); a PNG per task "
-                                             "of test return against episodes.")
+                                             "of test return against episodes. Only seeds of one experiment are "
+                                             "averaged: runs of a task that differ in config (other than seed and "
+                                             "bookkeeping) get a column each, named by the keys they differ in.")
     report.add_argument("--logdir", required=True, type=path_arg, help="sweep directory")
     report.add_argument("--out", required=True, type=path_arg, help="directory for report.md and the plots")
     report.set_defaults(func=cmd_report)

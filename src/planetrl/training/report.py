@@ -3,6 +3,8 @@ against episodes."""
 
 from __future__ import annotations
 
+import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -11,19 +13,63 @@ import numpy as np
 
 from planetrl.atomic import write_atomic
 
+# Keys that change how a run is carried out or logged, not what it measures: runs that differ only in these
+# (and in run.seed) are seeds of one experiment.
+RUN_ONLY_KEYS = frozenset({
+    "env.processes", "env.start_method", "env.carla_host", "env.carla_port", "env.max_restarts",
+    "env.restart_window", "env.answer_timeout", "data.prefetch", "train.log_every", "train.openloop_context",
+    "train.openloop_length", "train.keep_models"})
+LABEL_KEYS = 3  # differing keys named in a column's label; more are summed up as "..."
+
+
+Setting = tuple[tuple[str, str], ...]  # (key, value as JSON), sorted: hashable and comparable
+
+
+def _setting(row: dict[str, Any]) -> Setting:
+    """What a run measures: its flattened config without the run section and the RUN_ONLY_KEYS."""
+    config = row.get("config") or {}
+    flat = {f"{section}.{key}": value for section, values in config.items()
+            if section != "run" and isinstance(values, dict) for key, value in values.items()}
+    return tuple(sorted((key, json.dumps(value, sort_keys=True)) for key, value in flat.items()
+                        if key not in RUN_ONLY_KEYS))
+
+
+def _kind(setting: Setting) -> str:
+    return "PPO" if any(key.startswith("ppo.") for key, _ in setting) else "PlaNet"
+
+
+def _label(task: str, setting: Setting, others: list[Setting]) -> str:
+    """The task's name, with what tells this experiment from the task's others (if any): the kind of run
+    where kinds differ, then the keys whose values differ from those of the others of its kind."""
+    if not others:
+        return task
+    mine, kind = dict(setting), _kind(setting)
+    same_kind = [dict(other) for other in others if _kind(other) == kind]
+    differing = [f"{key}={json.loads(value)}" for key, value in mine.items()
+                 if any(other.get(key) != value for other in same_kind)]
+    parts = ([kind] if len(same_kind) < len(others) else []) + differing[:LABEL_KEYS]
+    return f"{task} ({', '.join(parts + ['...'] * bool(differing[LABEL_KEYS:]))})"
+
 
 def final_returns(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Runs grouped by task, each with its final test return (mean over the last test phase's episodes)."""
-    by_task: dict[str, list[dict[str, Any]]] = {}
+    """Runs that have a test return, grouped into experiments: by task and by what they measure (PPO apart
+    from PlaNet, a preset apart from another), so that only seeds of one experiment are averaged. Each group
+    is keyed by its column label, the task's name with the keys it differs in where a task has several."""
+    groups: dict[tuple[str, Setting], list[dict[str, Any]]] = {}
     for row in rows:
         if row["test_return"] is None:
             continue
-        by_task.setdefault(row["task"], []).append(row)
-    return by_task
+        groups.setdefault((row["task"], _setting(row)), []).append(row)
+    labelled = {}
+    for (task, setting), runs in groups.items():
+        others = [other for (name, other) in groups if name == task and other != setting]
+        labelled[_label(task, setting, others)] = runs
+    return labelled
 
 
 def markdown_table(rows: list[dict[str, Any]]) -> str:
-    """Tasks as columns (as in Table 1); rows: mean, std over seeds, seeds, episodes, wall-clock, hardware."""
+    """Experiments as columns (as in Table 1); rows: mean, std over seeds, seeds, finished runs, episodes,
+    wall-clock, hardware."""
     by_task = final_returns(rows)
     tasks = sorted(by_task)
     if not tasks:
@@ -38,6 +84,8 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
             return f"{statistics.pstdev(values):.1f}" if len(values) > 1 else "-"
         if what == "seeds":
             return str(len(runs))
+        if what == "finished":  # the others' latest test return stands in for a final one
+            return f"{sum(r['state'] == 'done' for r in runs)} of {len(runs)}"
         if what == "episodes":
             counts = [r["episodes"] for r in runs if r["episodes"] is not None]  # PPO runs keep none
             return f"{statistics.fmean(counts):.0f}" if counts else "-"
@@ -48,14 +96,16 @@ def markdown_table(rows: list[dict[str, Any]]) -> str:
 
     lines = ["| | " + " | ".join(tasks) + " |", "|---|" + "---:|" * len(tasks)]
     labels = [("mean final test return", "mean"), ("std over seeds", "std"), ("seeds", "seeds"),
-              ("episodes per run", "episodes"), ("wall-clock per run", "wall"), ("hardware", "hardware")]
+              ("finished runs", "finished"), ("episodes per run", "episodes"), ("wall-clock per run", "wall"),
+              ("hardware", "hardware")]
     for label, what in labels:
         lines.append(f"| {label} | " + " | ".join(cell(t, what) for t in tasks) + " |")
     return "\n".join(lines) + "\n"
 
 
 def plot_task(task: str, runs: list[dict[str, Any]], path: Path) -> Path:
-    """Test return against training episodes: mean over seeds and min-max spread, as a PNG."""
+    """Test return against training episodes (PlaNet) or environment steps (PPO): mean over seeds and
+    min-max spread, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -64,7 +114,7 @@ def plot_task(task: str, runs: list[dict[str, Any]], path: Path) -> Path:
     figure, axis = plt.subplots(figsize=(5, 3.5), dpi=100)
     curves = []
     for run in runs:
-        points = [(t["train_episodes"], float(np.mean(t["returns"]))) for t in run["tests"]]
+        points = [(x, float(y)) for x, y in run["curve"]]
         if points:
             x, y = zip(*points, strict=True)
             axis.plot(x, y, color="tab:blue", alpha=0.25, linewidth=1)
@@ -77,7 +127,7 @@ def plot_task(task: str, runs: list[dict[str, Any]], path: Path) -> Path:
         axis.fill_between(grid, stacked.min(0), stacked.max(0), color="tab:blue", alpha=0.15, label="min-max")
         axis.legend(loc="lower right", fontsize=8)
     axis.set_title(task)
-    axis.set_xlabel("training episodes")
+    axis.set_xlabel(runs[0]["curve_x"] if runs else "training episodes")
     axis.xaxis.get_major_locator().set_params(integer=True)
     axis.set_ylabel("test return")
     axis.grid(alpha=0.3)
@@ -88,15 +138,18 @@ def plot_task(task: str, runs: list[dict[str, Any]], path: Path) -> Path:
     return path
 
 
+def file_stem(label: str) -> str:
+    """A column label as a file name: `gym:Pendulum-v1 (PPO)` -> `gym-Pendulum-v1-PPO`."""
+    return re.sub(r"[^A-Za-z0-9._=+-]+", "-", label).strip("-")
+
+
 def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     """report.md (the table) and one PNG per task under `out`."""
-    from planetrl.training.sweep import task_dirname
-
     out.mkdir(parents=True, exist_ok=True)
     table = markdown_table(rows)
     write_atomic(out / "report.md", "# Results\n\nFinal test return per task (mean and standard deviation over "
                  "seeds), in the layout of the PlaNet paper's Table 1.\n\n" + table)
     written = [out / "report.md"]
     for task, runs in sorted(final_returns(rows).items()):
-        written.append(plot_task(task, runs, out / f"{task_dirname(task)}.png"))
+        written.append(plot_task(task, runs, out / f"{file_stem(task)}.png"))
     return written

@@ -156,7 +156,10 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
     metrics = read_json_lines(run_dir / "metrics.jsonl")
     if "ppo" in config:  # PPO stores no episodes and no tests.jsonl; its metrics count env steps
         episodes, (updates, test_return) = None, _ppo_progress(metrics)
+        curve, curve_x = _ppo_evaluations(metrics), "environment steps"
     else:
+        curve = [(test["train_episodes"], sum(test["returns"]) / len(test["returns"])) for test in tests]
+        curve_x = "training episodes"
         episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
         updates = max((step for r in metrics if any(k.startswith("train/") for k in r)
                        and (step := record_step(r)) is not None), default=0)
@@ -178,16 +181,21 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
         "test_return": test_return,
         "wall_seconds": (end - start) if start is not None and end is not None else None,
         "hardware": info.get("gpu") or f"{info.get('cpus', '?')} CPUs {info.get('processor') or ''}".strip(),
-        "tests": tests,
+        "tests": tests, "config": config, "curve": curve, "curve_x": curve_x,
     }
+
+
+def _ppo_evaluations(metrics: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    """A PPO run's evaluations as (environment steps, mean return), in order of steps."""
+    return sorted((step, r["eval/return"]) for r in metrics
+                  if finite_number(r.get("eval/return")) and (step := record_step(r)) is not None)
 
 
 def _ppo_progress(metrics: list[dict[str, Any]]) -> tuple[int, float | None]:
     """A PPO run's updates and its latest evaluation's mean return, read from its metrics."""
     updates = max((int(value) for r in metrics if finite_number(value := r.get("train/updates"))), default=0)
-    evaluations = [(step, r["eval/return"]) for r in metrics
-                   if finite_number(r.get("eval/return")) and (step := record_step(r)) is not None]
-    return updates, max(evaluations)[1] if evaluations else None
+    evaluations = _ppo_evaluations(metrics)
+    return updates, evaluations[-1][1] if evaluations else None
 
 
 def format_status(rows: list[dict[str, Any]]) -> str:
