@@ -341,6 +341,10 @@ def set_values(cfg: AnyConfig, overrides: typing.Mapping[str, Any]) -> AnyConfig
 
 def _check_together(cfg: AnyConfig) -> None:
     """Values that contradict each other are an error, never silently adjusted."""
+    if isinstance(cfg, Config) and not cfg.env.pixels:
+        raise ConfigError("env.pixels false observes no images, and PlaNet learns from images (its episodes, "
+                          "written by train and collect, hold them); it is for PPO from state (planetrl ppo "
+                          "train); leave env.pixels true")
     if isinstance(cfg, Config) and cfg.planner.elites > cfg.planner.candidates:
         raise ConfigError(f"planner.elites ({cfg.planner.elites}) must be at most planner.candidates "
                           f"({cfg.planner.candidates}); set both, e.g. --set planner.elites=30")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from planetrl.cli import main
-from planetrl.config import PPO_CONFIGS, PRESETS, Config, set_values
+from planetrl.config import PPO_CONFIGS, PRESETS, Config, PPORunConfig, set_values
 from planetrl.envs import registry
 from planetrl.envs.make import make_env
 
@@ -48,7 +48,8 @@ def test_offered_names_cover_the_paper_tasks_and_every_ppo_config():
 def test_offered_task_builds_resets_and_steps(name):
     overrides = dict(OFFERED[name])
     task = overrides.pop("env.task", name)
-    cfg = set_values(Config(), {"env.task": task, "env.image_size": 32, "env.fast_render": True, **overrides})
+    base = PPORunConfig() if name.startswith("ppo:") else Config()
+    cfg = set_values(base, {"env.task": task, "env.image_size": 32, "env.fast_render": True, **overrides})
     env = make_env(cfg.env, seed=0)
     try:
         obs, _ = env.reset(seed=0)

@@ -279,6 +279,15 @@ def test_a_typo_in_the_task_creates_nothing(tmp_path):
     assert not (tmp_path / "exp").exists()
 
 
+@pytest.mark.parametrize("command", [["train", "--logdir", "{out}", *DEBUG],
+                                     ["collect", "--task", "mock", "--episodes", "1", "--outdir", "{out}"]])
+def test_planet_without_images_is_refused_before_anything_is_made(tmp_path, capsys, command):
+    """It made the run directory, collected, and failed on the first episode file ('lacks keys image')."""
+    argv = [a.format(out=tmp_path / "out") for a in command] + ["--set", "env.pixels=false"]
+    assert main(argv) == 2
+    assert "PlaNet learns from images" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
 def test_a_task_whose_module_is_missing_names_the_extra_and_creates_nothing(tmp_path, capsys):
     from planetrl.envs.registry import _REGISTRY, TaskSpec, make_mock, register
 
