@@ -243,12 +243,17 @@ MISTAKES = {
                                   "results table --dir"),
     "an unknown config key": (["train", "--logdir", "{root}/x", *DEBUG, "--set", "model.belief=3"],
                               "Unknown config key"),
+    "results export of a PPO run": (["results", "export", "--run", "{root}/ppo/run-00", "--out", "{root}/rec"],
+                                    "planetrl results export: error: {root}/ppo/run-00 is a PPO run"),
+    "ppo train with no runs": (["ppo", "train", "--config", "debug", "--logdir", "{root}/x", "--runs", "0"],
+                               "planetrl ppo train: error: --runs must be at least 1"),
 }
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 def test_each_command_line_mistake_is_one_line_naming_the_problem(runs, capsys, mistake):
     argv, expected = MISTAKES[mistake]
+    expected = expected.format(root=runs)
     code = main([a.format(root=runs) for a in argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0

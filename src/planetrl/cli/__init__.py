@@ -64,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_name(args: argparse.Namespace) -> str:
+    """The command as typed, its subcommand included (`ppo train`, `results table`)."""
+    sub = getattr(args, f"{args.command}_command", None)
+    return f"{args.command} {sub}" if sub else args.command
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -89,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbose:
             raise
         message = " ".join(str(error).split()) or type(error).__name__
-        print(f"planetrl {args.command}: error: {message} (run with -v for the traceback)", file=sys.stderr)
+        print(f"planetrl {_command_name(args)}: error: {message} (run with -v for the traceback)", file=sys.stderr)
         return 2
     except Terminated:
         resumes = args.command in ("train", "sweep") or getattr(args, "ppo_command", None) == "train"

@@ -68,6 +68,9 @@ def export_record(run_dir: Path, out: Path) -> Path:
     run at `out` is refused, so a wrong --out cannot overwrite a published record.
     """
     run_dir, out = Path(run_dir), Path(out)
+    if (run_dir / "config.yaml").is_file() and "ppo" in read_run_config(run_dir / "config.yaml"):
+        raise ValueError(f"{run_dir} is a PPO run; a record holds a PlaNet run's test phases, and a PPO run's "
+                         f"evaluations are in its metrics.jsonl")
     missing = [name for name in RECORD_FILES if not (run_dir / name).is_file()]
     if missing:
         raise FileNotFoundError(f"{run_dir} lacks {', '.join(missing)}; is it a PlaNet run with a test phase?")
