@@ -127,3 +127,19 @@ def test_a_typo_in_the_task_fails_at_construction_naming_the_close_matches(tmp_p
     with pytest.raises(ValueError, match=r"unknown task 'cartpol'. Did you mean: cartpole-swingup"):
         PlaNet("cartpol", logdir=tmp_path / "runs")
     assert not (tmp_path / "runs").exists()
+
+
+def test_task_and_seed_come_from_the_arguments_or_the_overrides_and_never_both_differently(tmp_path):
+    """The arguments replaced env.task and run.seed in overrides silently (seed 0 won over run.seed 3)."""
+    from planetrl import PlaNet
+
+    agent = PlaNet(preset="debug", logdir=tmp_path, overrides={"env.task": "mock", "run.seed": 3})
+    assert (agent.cfg.env.task, agent.cfg.run.seed) == ("mock", 3)
+    assert PlaNet("mock", preset="debug", logdir=tmp_path, overrides={"run.seed": 3}, seed=3).cfg.run.seed == 3
+    assert (PlaNet(preset="debug", logdir=tmp_path).cfg.env.task, PlaNet(preset="debug").cfg.run.seed) == (
+        "cartpole-swingup", 0)
+    with pytest.raises(ValueError, match=r"run.seed is given twice, as 5 and in overrides as 3"):
+        PlaNet("mock", preset="debug", logdir=tmp_path, overrides={"run.seed": 3}, seed=5)
+    with pytest.raises(ValueError, match=r"env.task is given twice, as 'mock' and in overrides as 'cheetah-run'"):
+        PlaNet("mock", preset="debug", logdir=tmp_path, overrides={"env.task": "cheetah-run"})
+    assert not any(tmp_path.iterdir())

@@ -72,10 +72,19 @@ def register_env_function(make: Callable[[], gym.Env], name: str | None = None, 
 class PlaNet:
     """A PlaNet agent: train it on a task, act with it, save and load it."""
 
-    def __init__(self, task: str | Callable[[], gym.Env] = "cartpole-swingup", preset: str | None = "cpu",
+    def __init__(self, task: str | Callable[[], gym.Env] | None = None, preset: str | None = "cpu",
                  logdir: str | Path = "runs/planet", overrides: Mapping[str, Any] | None = None,
-                 seed: int = 0) -> None:
+                 seed: int | None = None) -> None:
+        """`task` (default cartpole-swingup) and `seed` (default 0) may instead come in `overrides` as
+        env.task and run.seed; given both ways with different values, they are refused, not one dropped."""
         values = dict(overrides or {})
+        for key, given in (("env.task", task), ("run.seed", seed)):
+            if given is not None and key in values and (callable(given) or values[key] != given):
+                raise config_lib.ConfigError(f"{key} is given twice, as {given!r} and in overrides as "
+                                             f"{values[key]!r}; give it once")
+        if task is None:
+            task = values.get("env.task", "cartpole-swingup")
+        seed = values.get("run.seed", 0) if seed is None else seed
         if callable(task):
             values["env.task"] = register_env_function(task)
             values["env.processes"] = 0  # a Python function need not be importable by a child process
