@@ -45,9 +45,10 @@ class EnvConfig:
     carla_port: int = option(2000, "CARLA server RPC port.", low=1, high=65535)
     max_restarts: int = option(5, "Simulator crashes tolerated within restart_window seconds.", low=0)
     restart_window: float = option(600.0, "Seconds over which simulator crashes are counted.", low=0.0)
-    answer_timeout: float = option(600.0, "Seconds an environment process may take to answer one call (build, "
-                                   "reset, step) before it counts as hung and is restarted like a crash; the "
-                                   "clock stops while the training process itself is paused; 0 waits forever.",
+    answer_timeout: float = option(600.0, "Seconds an environment process may take to answer one call (reset, "
+                                   "step; building the env gets at least 120) before it counts as hung and is "
+                                   "restarted like a crash; the clock stops while the training process itself "
+                                   "is paused; 0 waits forever.",
                                    low=0.0)
 
 

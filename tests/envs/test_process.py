@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from planetrl.config import EnvConfig
+from planetrl.envs import process
 from planetrl.envs.make import make_robust_env
 from planetrl.envs.mock import MockEnv
 from planetrl.envs.process import ExternalProcess, RemoteError
@@ -109,6 +110,22 @@ def test_a_paused_child_is_reported_as_hung_and_close_still_ends_it():
         os.kill(pid, 0)
 
 
+def test_building_may_take_longer_than_one_answer_but_not_longer_than_the_start_allowance(monkeypatch):
+    """The answer timeout bounded the build too: a 0.5 s timeout failed the start of any process that took longer
+    to import its simulator, as on a loaded machine."""
+    from helpers.slow_build import slow_mock
+
+    env = ExternalProcess(functools.partial(slow_mock, 1.5), timeout=0.3)
+    env.reset()
+    os.kill(env.pid, signal.SIGSTOP)
+    with pytest.raises(EnvCrashed, match=r"did not answer within 0.3 s"):  # a step still may not
+        env.step(np.zeros(2, np.float32))
+    env.close()
+    monkeypatch.setattr(process, "START_ALLOWANCE_S", 0.5)
+    with pytest.raises(EnvCrashed, match=r"did not answer within 0.5 s"):
+        ExternalProcess(functools.partial(slow_mock, 30.0), timeout=0.3)
+
+
 def test_a_training_env_whose_process_is_paused_is_restarted_and_the_episode_ends_truncated():
     cfg = EnvConfig(task="mock", processes=1, answer_timeout=0.5)
     env = make_robust_env(cfg)
@@ -132,6 +149,7 @@ _PARENT_THAT_DIES = """
 import functools, os
 import numpy as np
 from planetrl.config import EnvConfig
+from planetrl.envs import process
 from planetrl.envs.make import make_robust_env
 from planetrl.envs.mock import MockEnv
 from planetrl.envs.process import _CALL, ExternalProcess

@@ -22,6 +22,8 @@ from planetrl.envs.wrappers import EnvCrashed
 
 _CALL, _GETATTR, _CLOSE = "call", "getattr", "close"
 _RESULT, _ERROR, _READY = "result", "error", "ready"
+START_ALLOWANCE_S = 120.0
+"""Seconds an env process may take to build its env at least, whatever the timeout of one answer."""
 
 
 class RemoteError(RuntimeError):
@@ -71,6 +73,9 @@ class ExternalProcess:
     `timeout` bounds the seconds this process waits for one answer; it counts
     only time spent waiting, so pausing the whole process group (Ctrl-Z, SIGSTOP)
     does not make a healthy child look hung when it resumes. None waits forever.
+    Building the env (a new interpreter importing a simulator, CARLA loading its
+    map) waits at least START_ALLOWANCE_S, so a timeout set to catch a hung step
+    quickly does not also fail every start on a loaded machine.
     """
 
     def __init__(
@@ -93,7 +98,7 @@ class ExternalProcess:
         self._atexit = lambda: (obj := ref()) is not None and obj.close()
         atexit.register(self._atexit)
         try:
-            self._receive(expect=_READY)
+            self._receive(expect=_READY, timeout=None if timeout is None else max(timeout, START_ALLOWANCE_S))
         except BaseException:
             self.close()
             raise
@@ -124,15 +129,16 @@ class ExternalProcess:
                         "under `if __name__ == \"__main__\":`")
         return message
 
-    def _receive(self, expect: str = _RESULT) -> Any:
+    def _receive(self, expect: str = _RESULT, timeout: float | None = None) -> Any:
+        """The child's answer, waiting at most `timeout` seconds (None: forever)."""
         waited = 0.0
         while not self._conn.poll(0.1):
             waited += 0.1
             if not self._process.is_alive():
                 raise EnvCrashed(self._death_message())
-            if self._timeout is not None and waited >= self._timeout:
+            if timeout is not None and waited >= timeout:
                 raise EnvCrashed(f"environment process {self._process.pid} did not answer within "
-                                 f"{self._timeout:g} s (hung or paused)")
+                                 f"{timeout:g} s (hung or paused)")
         try:
             message, payload = self._conn.recv()
         except (EOFError, ConnectionResetError, OSError) as error:
@@ -146,7 +152,7 @@ class ExternalProcess:
 
     def _getattr(self, name: str) -> Any:
         self._send(_GETATTR, name)
-        return self._receive()
+        return self._receive(timeout=self._timeout)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
@@ -156,7 +162,7 @@ class ExternalProcess:
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call a method of the remote env and wait for its result."""
         self._send(_CALL, (name, args, kwargs))
-        return self._receive()
+        return self._receive(timeout=self._timeout)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         return self.call("reset", **kwargs)
@@ -170,7 +176,7 @@ class ExternalProcess:
 
     def step_wait(self) -> tuple[Any, float, bool, bool, dict]:
         """Wait for the result of the last `step_async`."""
-        return self._receive()
+        return self._receive(timeout=self._timeout)
 
     def render(self) -> Any:
         return self.call("render")
