@@ -12,7 +12,7 @@ import yaml
 
 from planetrl.cli import main
 from planetrl.metrics import read_metrics
-from planetrl.training.report import markdown_table, write_report
+from planetrl.training.report import final_returns, markdown_table, write_report
 from planetrl.training.sweep import Unit, run_local, status_rows, sweep_units
 
 DEBUG = ["--preset=debug"]
@@ -146,6 +146,15 @@ def test_report_averages_only_seeds_of_one_experiment(tmp_path):
     assert "| finished runs | 1 of 1 | 1 of 1 | 1 of 2 |" in table
     written = {p.name for p in write_report(rows, tmp_path / "out")}
     assert {"cheetah-run-PPO.png", "cheetah-run-PlaNet-optim.lr=0.001.png"} < written
+
+
+def test_experiments_alike_in_the_keys_their_labels_name_still_get_a_column_each():
+    def row(**optim: float) -> dict:
+        return {"task": "mock", "test_return": 1.0, "config": {"env": {"task": "mock"}, "optim": optim}}
+
+    base = {"a": 1, "b": 1, "c": 1, "d": 1}
+    groups = final_returns([row(**base), row(**{**base, "d": 2}), row(a=9, b=9, c=9, d=9)])
+    assert len(groups) == 3 and sorted(map(len, groups.values())) == [1, 1, 1]
 
 
 def test_a_local_sweep_shows_a_live_table_while_it_runs(tmp_path, capsys):

@@ -63,7 +63,9 @@ def final_returns(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]
     labelled = {}
     for (task, setting), runs in groups.items():
         others = [other for (name, other) in groups if name == task and other != setting]
-        labelled[_label(task, setting, others)] = runs
+        label = _label(task, setting, others)
+        copies = sum(1 for name in labelled if name == label or name.startswith(f"{label} #"))
+        labelled[f"{label} #{copies + 1}" if copies else label] = runs  # alike in the keys the label names
     return labelled
 
 
