@@ -36,6 +36,15 @@ def test_out_of_range_and_choices():
         C.build(None, ["env.image_size"])
 
 
+def test_layer_lists_take_one_number_as_one_layer_and_refuse_a_width_below_one():
+    """`--set ppo.policy_layers=64` was refused as not a list, and [64, -1] passed, to fail at the first update."""
+    cfg, _ = C.resolve({}, ["ppo.policy_layers=64", "ppo.value_layers=[32, 16]"], base=C.PPORunConfig())
+    assert (cfg.ppo.policy_layers, cfg.ppo.value_layers) == ((64,), (32, 16))
+    for bad, shown in (("[64, -1]", r"\[64, -1\]"), ("0", r"\[0\]"), ("8,0", r"\[8, 0\]")):
+        with pytest.raises(C.ConfigError, match=rf"'ppo.policy_layers' got {shown}; allowed: each item at least 1"):
+            C.resolve({}, [f"ppo.policy_layers={bad}"], base=C.PPORunConfig())
+
+
 @pytest.mark.parametrize("setting", ["optim.lr=nan", "optim.lr=inf", "loss.free_nats=-inf", "optim.grad_clip=NaN"])
 def test_a_value_that_is_not_a_finite_number_is_refused(setting):
     # nan slips past every bound (each comparison is false), so it must be caught before the bounds.

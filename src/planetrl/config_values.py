@@ -86,6 +86,8 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
     if typing.get_origin(tp) is tuple:
         if isinstance(value, str):
             value = [v for v in value.split(",") if v.strip()]
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]  # `--set ppo.policy_layers=64` reads as the number 64: one item
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"Config key '{key}' got {value!r}; allowed: a comma-separated list.")
         args = typing.get_args(tp)
@@ -95,13 +97,24 @@ def coerce(key: str, value: Any, tp: Any) -> Any:
     return _SCALARS[tp](key, value)
 
 
-def check_range(key: str, value: Any, meta: typing.Mapping[str, Any]) -> None:
-    """Fail naming the key, the value and what is allowed when a value is outside its choices or bounds."""
+def _allowed_if_outside(value: Any, meta: typing.Mapping[str, Any]) -> str | None:
+    """What a key allows, when `value` is outside its choices or bounds; None when it is inside."""
     choices, low, high = meta.get("choices"), meta.get("low"), meta.get("high")
     if choices is not None and value not in choices:
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: {', '.join(map(repr, choices))}.")
+        return ", ".join(map(repr, choices))
     if low is not None and value < low:
-        bound = f"at most {high}" if high is not None else "no upper bound"
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: at least {low} ({bound}).")
+        return f"at least {low} ({f'at most {high}' if high is not None else 'no upper bound'})"
     if high is not None and value > high:
-        raise ConfigError(f"Config key '{key}' got {value!r}; allowed: at most {high}.")
+        return f"at most {high}"
+    return None
+
+
+def check_range(key: str, value: Any, meta: typing.Mapping[str, Any]) -> None:
+    """Fail naming the key, the value and what is allowed when a value (each item, of a tuple) is outside
+    its choices or bounds."""
+    many = isinstance(value, tuple)
+    for item in value if many else (value,):
+        allowed = _allowed_if_outside(item, meta)
+        if allowed is not None:
+            shown = list(value) if many else value
+            raise ConfigError(f"Config key '{key}' got {shown!r}; allowed: {'each item ' * many}{allowed}.")
