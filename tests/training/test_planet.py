@@ -395,3 +395,24 @@ def test_sigterm_stops_the_run_cleanly_and_the_same_command_resumes_it(tmp_path)
     claims = [json.loads(line) for line in (run / "claims.jsonl").read_text().splitlines()]
     assert [c["took_over"] for c in claims] == [False, False]  # let go, so the resume claims a free run
     assert len(list_episodes(run / "train_episodes")) == 2 + 48 // 4
+
+
+def test_each_resume_adds_its_machine_to_run_info_and_a_damaged_run_info_is_left_as_it_is(tmp_path, monkeypatch):
+    """run_info.json named only the machine that started a run, so a run resumed on a host without native bf16
+    (which trains in fp32) or at another commit looked like one session on the first."""
+    from planetrl.training import rundir
+
+    cfg, run, started = C.build("debug"), tmp_path / "run-00", time.time()
+    rundir.prepare_run_dir(run, cfg, {})
+    first = json.loads((run / "run_info.json").read_text())
+    assert "resumes" not in first and first["torch_threads"] == torch.get_num_threads()
+    monkeypatch.setattr(rundir, "machine_info", lambda: {"host": "other", "cpu_bf16_native": False})
+    for _ in range(2):
+        rundir.prepare_run_dir(run, cfg, {})
+    info = json.loads((run / "run_info.json").read_text())
+    assert {k: v for k, v in info.items() if k != "resumes"} == first
+    assert [(r["host"], r["cpu_bf16_native"]) for r in info["resumes"]] == [("other", False)] * 2
+    assert all(started - 1 <= r["time"] <= time.time() + 1 for r in info["resumes"])  # rounded to 0.1 s
+    (run / "run_info.json").write_text("{torn")
+    rundir.prepare_run_dir(run, cfg, {})
+    assert (run / "run_info.json").read_text() == "{torn"

@@ -1,7 +1,8 @@
 """The run directory: config.yaml and run_info.json, atomic checkpoints, machine info; shared by every recipe.
 
-Layout: `config.yaml` (the resolved config, reloaded on resume), `run_info.json`
-(code version and machine), `checkpoints/latest.pt` (and `previous.pt`, the one before it), `metrics.jsonl`,
+Layout: `config.yaml` (the resolved config, reloaded on resume), `run_info.json` (code version and machine;
+under `resumes`, the same for each session that resumed the run), `checkpoints/latest.pt` (and `previous.pt`,
+the one before it), `metrics.jsonl`,
 `events/`, `videos/`, episode folders, and the claim files of experiment.py.
 """
 
@@ -12,6 +13,7 @@ import logging
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -213,7 +215,25 @@ def prepare_run_dir(run_dir: Path, cfg: config_lib.AnyConfig, explicit: dict[str
             f"{run_dir} was started with a different config; the saved config wins. Conflicting: "
             + "; ".join(conflicts) + ". Use a new --logdir to change them."
         )
+    note_resume(run_dir)
     return saved
+
+
+def note_resume(run_dir: Path) -> None:
+    """Add this session's machine to run_info.json's `resumes`, so that a run resumed on another host (another
+    precision where bf16 is not native, other threads) or at another commit says so, where run_info.json's own
+    fields name only the machine that started it. A run_info.json that cannot be read is left as it is."""
+    path = run_dir / "run_info.json"
+    try:
+        info = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError) as error:
+        log.warning("%s cannot be read (%s); this session's machine is not added to it", path, error)
+        return
+    if not isinstance(info, dict) or not isinstance(info.get("resumes", []), list):
+        log.warning("%s is not a run_info object; this session's machine is not added to it", path)
+        return
+    info.setdefault("resumes", []).append({"time": round(time.time(), 1), **machine_info()})
+    write_atomic(path, json.dumps(info, indent=2) + "\n")
 
 
 def config_conflicts(saved: config_lib.AnyConfig, explicit: dict[str, Any]) -> list[str]:
