@@ -157,6 +157,20 @@ def test_experiments_alike_in_the_keys_their_labels_name_still_get_a_column_each
     assert len(groups) == 3 and sorted(map(len, groups.values())) == [1, 1, 1]
 
 
+def test_an_older_config_lacking_a_key_counts_at_the_value_it_ran_with():
+    from planetrl import config as C
+
+    def row(init: str | None, seed: int) -> dict:
+        config = C.to_dict(C.set_values(C.build("debug", [f"run.seed={seed}"]), {"model.init": init or "tf"}))
+        if init is None:  # saved before model.init existed: those runs used torch's initialization
+            del config["model"]["init"]
+        return {"task": "mock", "test_return": float(seed), "config": config}
+
+    groups = final_returns([row("torch", 0), row(None, 1), row("tf", 2)])
+    assert {label: len(runs) for label, runs in groups.items()} == {"mock (model.init=torch)": 2,
+                                                                     "mock (model.init=tf)": 1}
+
+
 def test_a_local_sweep_shows_a_live_table_while_it_runs(tmp_path, capsys):
     units = sweep_units(["mock"], 2)
     results = run_local(units, tmp_path, ["--preset=debug"], 2, 600.0, table_every=0.2)

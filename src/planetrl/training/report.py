@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from planetrl import config as config_lib
 from planetrl.atomic import write_atomic
 
 # Keys that change how a run is carried out or logged, not what it measures: runs that differ only in these
@@ -26,8 +27,14 @@ Setting = tuple[tuple[str, str], ...]  # (key, value as JSON), sorted: hashable 
 
 
 def _setting(row: dict[str, Any]) -> Setting:
-    """What a run measures: its flattened config without the run section and the RUN_ONLY_KEYS."""
+    """What a run measures: its flattened config without the run section and the RUN_ONLY_KEYS. Read as a
+    config of its kind first, so that a key an older run's config lacks counts at the value it ran with."""
     config = row.get("config") or {}
+    try:
+        kind = config_lib.PPORunConfig if "ppo" in config else config_lib.Config
+        config = config_lib.to_dict(config_lib.from_dict(config, kind))
+    except (config_lib.ConfigError, TypeError, AttributeError):
+        pass  # compared as saved
     flat = {f"{section}.{key}": value for section, values in config.items()
             if section != "run" and isinstance(values, dict) for key, value in values.items()}
     return tuple(sorted((key, json.dumps(value, sort_keys=True)) for key, value in flat.items()
