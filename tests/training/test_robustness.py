@@ -261,6 +261,21 @@ def test_each_command_line_mistake_is_one_line_naming_the_problem(runs, capsys, 
     assert "Traceback" not in err[0]
 
 
+@pytest.mark.parametrize(("command", "run"), [(["eval"], "planet"), (["ppo", "eval"], "ppo")])
+def test_eval_runs_more_episodes_than_it_holds_environments(runs, tmp_path, monkeypatch, command, run):
+    """It made one environment (for PlaNet, one process of about 160 MB on DMC) per episode."""
+    from planetrl.cli import planet_commands, ppo_commands
+    from planetrl.envs import make
+
+    made, real = [], make.make_batch_env
+    monkeypatch.setattr(make, "make_batch_env", lambda cfg, count, seed=0: made.append(count) or real(cfg, count, seed))
+    for module in (planet_commands, ppo_commands):
+        monkeypatch.setattr(module, "PARALLEL_EPISODES", 3)
+    out = tmp_path / "eval.json"
+    assert main([*command, "--run", str(runs / run / "run-00"), "--episodes", "5", "--json", str(out)]) == 0
+    assert made == [3] and len(json.loads(out.read_text())["returns"]) == 5
+
+
 def test_status_on_a_run_directory_shows_that_run(runs, capsys):
     run = runs / "planet" / "run-00"
     assert main(["status", "--logdir", str(run)]) == 0

@@ -11,6 +11,7 @@ import numpy as np
 
 from planetrl import config as config_lib
 from planetrl.cli.common import (
+    PARALLEL_EPISODES,
     add_config_options,
     at_least,
     config_epilog,
@@ -134,7 +135,7 @@ def _policy_episodes(run_dir: Path, trained: tuple[config_lib.Config, WorldModel
     cfg, model, updates = trained
     cfg = config_lib.set_values(cfg, planner or {})
     env_cfg = config_lib.set_values(cfg, {"env.processes": max(cfg.env.processes, 1)}).env
-    env = make_batch_env(env_cfg, episodes, seed=derive(cfg.run.seed, "envs", 3))
+    env = make_batch_env(env_cfg, min(episodes, PARALLEL_EPISODES), seed=derive(cfg.run.seed, "envs", 3))
     written = []
     try:
         agent = build_mpc_agent(cfg, model, env, seed=cfg.run.seed, noise=0.0)
@@ -258,7 +259,8 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
                                    description="Run test episodes (no exploration noise) with the latest "
                                                "checkpoint of a run and print the mean and std of the return.")
     evaluate.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
-    evaluate.add_argument("--episodes", type=at_least(1), default=10, help="episodes, run in parallel (default 10)")
+    evaluate.add_argument("--episodes", type=at_least(1), default=10,
+                          help=f"episodes, up to {PARALLEL_EPISODES} at a time (default 10)")
     evaluate.add_argument("--json", type=path_arg, help="also write the returns, mean and std to this JSON file")
     evaluate.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"), help="torch device")
     evaluate.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",

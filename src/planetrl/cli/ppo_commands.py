@@ -10,6 +10,7 @@ import numpy as np
 
 from planetrl import config as config_lib
 from planetrl.cli.common import (
+    PARALLEL_EPISODES,
     PPO_SECTIONS,
     at_least,
     config_epilog,
@@ -49,7 +50,7 @@ def _ppo_episodes(run_dir: Path, episodes: int, pixels: bool, outdir: Path | Non
     cfg = config_lib.load(require_run_dir(run_dir) / "config.yaml", kind=config_lib.PPORunConfig)
     import_task_modules(cfg.run.imports)
     env_cfg = config_lib.set_values(cfg, {"env.pixels": pixels, "env.processes": 0}).env
-    env = make_batch_env(env_cfg, episodes, seed=cfg.run.seed + 17)
+    env = make_batch_env(env_cfg, min(episodes, PARALLEL_EPISODES), seed=cfg.run.seed + 17)
     callbacks: list[Any] = []
     try:
         agent = load_trained_ppo(run_dir, cfg, env)
