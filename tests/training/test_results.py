@@ -69,6 +69,16 @@ def test_curves_draw_labelled_records_and_refuse_a_directory_that_is_not_one(rec
     png = tmp_path / "curves.png"
     assert main(["results", "curves", "--record", f"{out}=with", "--record", f"{out}=again", "--out", str(png)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+    for name, magic in (("curves.pdf", b"%PDF"), ("curves.svg", b"<?xml")):  # by the suffix, not PNG bytes in all
+        assert main(["results", "curves", "--record", str(out), "--out", str(tmp_path / name)]) == 0
+        assert (tmp_path / name).read_bytes().startswith(magic)
+    for bad, message in (("--out", "curves.txt: a figure file ends in .png, .pdf, .svg"),
+                         ("--record", "=x: names no directory")):
+        argv = {"--record": str(out), "--out": str(tmp_path / "c.png"), bad: str(tmp_path / "curves.txt")
+                if bad == "--out" else "=x"}
+        assert main(["results", "curves", *[a for pair in argv.items() for a in pair]]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "curves.txt").exists()
     loaded = load_record(out)
     assert phase_lengths(loaded) == [12.0, 12.0]  # the debug task's episodes are 12 decisions
     older = {**loaded, "tests": [{k: v for k, v in t.items() if k != "lengths"} for t in loaded["tests"]],

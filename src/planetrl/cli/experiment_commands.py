@@ -122,13 +122,20 @@ def cmd_results_table(args: argparse.Namespace) -> int:
     return 0
 
 
+FIGURE_FORMATS = (".png", ".pdf", ".svg")
+
+
 def cmd_results_curves(args: argparse.Namespace) -> int:
     from planetrl.training.results import plot_curves
 
+    if Path(args.out).suffix.lower() not in FIGURE_FORMATS:
+        raise ValueError(f"--out {args.out}: a figure file ends in {', '.join(FIGURE_FORMATS)}")
     out = output_file(args.out, "--out")
     labelled = []
     for spec in args.record:
         directory, _, label = spec.partition("=")
+        if not directory:
+            raise ValueError(f"--record {spec}: names no directory; give DIR or DIR=LABEL")
         if not (Path(directory) / "tests.jsonl").is_file():
             raise FileNotFoundError(f"--record {spec}: {directory} is not a record (no tests.jsonl); "
                                     "make one with `planetrl results export`")
@@ -191,7 +198,7 @@ def add_results_commands(commands: argparse._SubParsersAction) -> None:
     curves = results_commands.add_parser("curves", help="one PNG comparing records of one task (a variant on/off)")
     curves.add_argument("--record", action="append", required=True, type=path_arg, metavar="DIR[=LABEL]",
                         help="a record directory and its legend label; give one per line to draw")
-    curves.add_argument("--out", required=True, type=path_arg, help="PNG path")
+    curves.add_argument("--out", required=True, type=path_arg, help="figure path: .png, .pdf or .svg")
     curves.add_argument("--title", default="", help="figure title")
     curves.set_defaults(func=cmd_results_curves)
 

@@ -778,7 +778,7 @@ def plot_curves(labelled: list[tuple[str, Path]], path: Path, title: str = "") -
         figure.suptitle(title)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, lambda handle: figure.savefig(handle, format="png"), fsync=False)
+    write_atomic(path, lambda handle: figure.savefig(handle, format=path.suffix.lstrip(".").lower()), fsync=False)
     plt.close(figure)
     return path
 
