@@ -53,7 +53,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         threads = threads_per_run(args.parallel)
         how += f", {args.parallel} at a time, " + (f"{threads} torch thread{'s' * (threads > 1)} each" if threads else
                                                    f"OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} each")
-    print(f"sweep: {len(tasks)} tasks x {args.seeds} seeds, {len(units)} runs to do ({how})", flush=True)
+    print(f"sweep: {len(tasks)} task{'s' * (len(tasks) != 1)} x {args.seeds} seed{'s' * (args.seeds != 1)}, "
+          f"{len(units)} run{'s' * (len(units) != 1)} to do ({how})", flush=True)
     if args.backend == "ray":
         results = run_ray(units, logdir, train_args, args.address, args.cpus_per_run, args.gpus_per_run,
                           cfg.run.stale_seconds)
