@@ -776,3 +776,16 @@ def test_ppo_env_steps_runs_the_pendulum_config_in_process(monkeypatch, capsys):
     line = json.loads(capsys.readouterr().out.strip())
     assert (line["config"], line["envs"], line["mode"]) == ("pendulum", 8, "in-process")
     assert line["env_steps_per_s"] > 0
+
+
+def test_env_process_memory_measures_each_worker_and_only_the_workers(monkeypatch, capsys):
+    import json
+
+    import env_process_memory
+
+    monkeypatch.setattr(sys, "argv", ["env_process_memory.py", "--task", "mock", "--envs", "2", "--steps", "1",
+                                      "--size", "16"])
+    env_process_memory.main()
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["rss_mb_each"]) == len(result["pss_mb_each"]) == 2  # the resource tracker is not counted
+    assert all(0 < pss <= rss for pss, rss in zip(result["pss_mb_each"], result["rss_mb_each"], strict=True))

@@ -13,8 +13,9 @@ from planetrl.config_values import did_you_mean
 PLANET_SECTIONS = ("env", "data", "model", "loss", "optim", "planner", "train", "run")
 PPO_SECTIONS = ("env", "ppo", "run")
 PARALLEL_EPISODES = 20
-"""Environments eval and visualize run side by side at most: each DMC env process holds about 160 MB, so
-`eval --episodes 100` with one per episode asked for 16 GB; more episodes run on the same environments."""
+"""Environments eval and visualize run side by side at most: a walker-walk env process holds about 150 MB of
+its own (benchmarks/env_process_memory.py), so `eval --episodes 100` with one per episode asked for 15 GB; more
+episodes run on the same environments."""
 
 
 def config_epilog(sections: Sequence[str] = PLANET_SECTIONS) -> str:
