@@ -153,11 +153,12 @@ def file_stem(label: str) -> str:
 
 
 def write_report(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """report.md (the table) and one PNG per task under `out`."""
+    """report.md (the table) and one PNG per column (a task, or one experiment of a task) under `out`."""
     out.mkdir(parents=True, exist_ok=True)
     table = markdown_table(rows)
     write_atomic(out / "report.md", "# Results\n\nFinal test return per task (mean and standard deviation over "
-                 "seeds), in the layout of the PlaNet paper's Table 1.\n\n" + table)
+                 "seeds), in the layout of the PlaNet paper's Table 1; runs of a task whose configs differ are "
+                 "columns of their own, named by the keys they differ in.\n\n" + table)
     written = [out / "report.md"]
     for task, runs in sorted(final_returns(rows).items()):
         written.append(plot_task(task, runs, out / f"{file_stem(task)}.png"))
