@@ -323,8 +323,10 @@ def test_ppo_cli_end_to_end_resume_eval_and_visualize(tmp_path, capsys):
     assert main(["ppo", "train", "--config", "debug", "--logdir", str(tmp_path), "--no-progress",
                  "--set", "ppo.total_steps=300"]) == 2  # the saved config wins
     assert "ppo.total_steps" in capsys.readouterr().err
-    assert main(["ppo", "eval", "--run", str(run), "--episodes", "4", "--json", str(tmp_path / "new" / "e.json")]) == 0
-    assert "over 4 episodes" in capsys.readouterr().out
+    assert main(["ppo", "eval", "--run", str(run), "--episodes", "4", "--json", str(tmp_path / "new" / "e.json"),
+                 "--no-progress"]) == 0
+    shown = capsys.readouterr()
+    assert "over 4 episodes" in shown.out and "4/4 episodes" in shown.err  # progress goes to stderr
     assert len(json.loads((tmp_path / "new" / "e.json").read_text())["returns"]) == 4
     assert main(["ppo", "visualize", "--run", str(run), "--out", str(tmp_path / "viz"), "--episodes", "2"]) == 0
     assert (tmp_path / "viz" / "policy-01.gif").exists()

@@ -12,6 +12,7 @@ from planetrl.config_values import did_you_mean
 
 PLANET_SECTIONS = ("env", "data", "model", "loss", "optim", "planner", "train", "run")
 PPO_SECTIONS = ("env", "ppo", "run")
+NO_PROGRESS_HELP = "no progress bar; a line on stderr each minute and at the end (for logs)"
 PARALLEL_EPISODES = 20
 """Environments eval and visualize run side by side at most: a walker-walk env process holds about 150 MB of
 its own (benchmarks/env_process_memory.py), so `eval --episodes 100` with one per episode asked for 15 GB; more

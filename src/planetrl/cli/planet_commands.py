@@ -11,6 +11,7 @@ import numpy as np
 
 from planetrl import config as config_lib
 from planetrl.cli.common import (
+    NO_PROGRESS_HELP,
     PARALLEL_EPISODES,
     add_config_options,
     at_least,
@@ -234,7 +235,6 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
     collect.set_defaults(func=cmd_collect)
 
 
-NO_PROGRESS_HELP = "no progress bar; a line on stderr each minute and at the end (for logs)"
 PLANNER_SET_HELP = ("plan differently from the run's config, e.g. --set planner.candidates=1000 (planner keys "
                     "only; repeatable)")
 
