@@ -63,6 +63,8 @@ def test_tasks_lists_defaults(args, capsys):
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "cartpole-swingup" in out and "mock" in out
+    footer = out.strip().splitlines()[-1]  # the families resolved by name, not listed (carla:TOWN was missing)
+    assert all(family in footer for family in ("gym:<Gymnasium id>", "dmc:<domain>-<task>", "carla:<town>"))
 
 
 def test_version(capsys):

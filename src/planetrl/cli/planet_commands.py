@@ -52,7 +52,8 @@ def cmd_tasks(args: argparse.Namespace) -> int:
             print(f"{line}  {obs} / {env.action_space}")
         finally:
             env.close()
-    print("\nalso: gym:<Gymnasium id> (pixels from render()), dmc:<domain>-<task> (any DMC suite task)")
+    print("\nalso: gym:<Gymnasium id> (pixels from render()), dmc:<domain>-<task> (any DMC suite task), "
+          "carla:<town> (a running CARLA server's town, e.g. carla:Town01, with the carla extra)")
     return 0
 
 
