@@ -67,6 +67,27 @@ def test_tasks_lists_defaults(args, capsys):
     assert all(family in footer for family in ("gym:<Gymnasium id>", "dmc:<domain>-<task>", "carla:<town>"))
 
 
+def test_tasks_reports_a_task_it_cannot_build_on_its_line_and_lists_the_rest(capsys):
+    """`planetrl tasks carla:Town01` without the CARLA client ended in a traceback."""
+    from planetrl.envs.registry import _REGISTRY, TaskSpec, make_mock, register
+
+    def no_server(**_):
+        raise ConnectionError("no simulator at localhost:2000")
+
+    register(TaskSpec("needs-server", no_server, image_size=16))
+    register(TaskSpec("needs-module", make_mock, image_size=16, requires=("planetrl_no_such_module",), extra="x"))
+    try:
+        assert main(["tasks", "needs-server", "needs-module", "mock"]) == 1
+    finally:
+        for name in ("needs-server", "needs-module"):
+            _REGISTRY.pop(name)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("needs-server") and lines[1].endswith("cannot be built here: no simulator at "
+                                                                    "localhost:2000")
+    assert "cannot be built here: task 'needs-module' needs the 'planetrl_no_such_module' module" in lines[2]
+    assert lines[3].startswith("mock") and "Box(" in lines[3]
+
+
 def test_version(capsys):
     import planetrl
 

@@ -91,7 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _sigterm_stops_cleanly():
             return args.func(args)
-    except (config_lib.ConfigError, ValueError, OSError, RuntimeError) as error:
+    except (config_lib.ConfigError, ValueError, OSError, RuntimeError, ImportError) as error:
         if args.verbose:
             raise
         message = " ".join(str(error).split()) or type(error).__name__

@@ -34,10 +34,11 @@ if TYPE_CHECKING:
 def cmd_tasks(args: argparse.Namespace) -> int:
     from planetrl.config import EnvConfig
     from planetrl.envs.make import decisions_per_episode, make_env
-    from planetrl.envs.registry import resolve, task_names
+    from planetrl.envs.registry import check_requirements, resolve, task_names
 
     names = args.names or task_names()
     print(f"{'task':<20} {'repeat':>6} {'env steps':>9} {'decisions':>9} {'image':>7}  observation / action")
+    unbuilt = 0
     for name in names:
         spec = resolve(name)
         cfg = EnvConfig(task=name, image_size=spec.image_size)
@@ -46,7 +47,13 @@ def cmd_tasks(args: argparse.Namespace) -> int:
         if args.no_spaces:
             print(line)
             continue
-        env = make_env(cfg, spec=spec)
+        try:  # the spaces need the env built: a missing extra or an absent server is this task's line, not the end
+            check_requirements(spec)
+            env = make_env(cfg, spec=spec)
+        except Exception as error:  # noqa: BLE001 - any task's constructor, reported on its line
+            unbuilt += 1
+            print(f"{line}  cannot be built here: {' '.join(str(error).split()) or type(error).__name__}")
+            continue
         try:
             obs = ", ".join(f"{k} {s.shape} {s.dtype}" for k, s in env.observation_space.spaces.items())
             print(f"{line}  {obs} / {env.action_space}")
@@ -54,7 +61,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
             env.close()
     print("\nalso: gym:<Gymnasium id> (pixels from render()), dmc:<domain>-<task> (any DMC suite task), "
           "carla:<town> (a running CARLA server's town, e.g. carla:Town01, with the carla extra)")
-    return 0
+    return 1 if unbuilt else 0
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
