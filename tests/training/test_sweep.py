@@ -157,6 +157,14 @@ def test_experiments_alike_in_the_keys_their_labels_name_still_get_a_column_each
     assert len(groups) == 3 and sorted(map(len, groups.values())) == [1, 1, 1]
 
 
+def test_a_test_record_without_its_episode_count_costs_its_point_on_the_curve_not_the_run(tmp_path):
+    _fake_run(tmp_path, "mock", 0, [5.0], 4)
+    tests = tmp_path / "mock" / "run-00" / "tests.jsonl"
+    tests.write_text(json.dumps({"updates": 50, "returns": [1.0]}) + "\n" + tests.read_text())
+    [row] = status_rows(tmp_path)
+    assert row["test_return"] == 5.0 and [x for x, _ in row["curve"]] == [2, 4]
+
+
 def test_an_older_config_lacking_a_key_counts_at_the_value_it_ran_with():
     from planetrl import config as C
 

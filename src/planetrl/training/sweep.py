@@ -158,7 +158,8 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
         episodes, (updates, test_return) = None, _ppo_progress(metrics)
         curve, curve_x = _ppo_evaluations(metrics), "environment steps"
     else:
-        curve = [(test["train_episodes"], sum(test["returns"]) / len(test["returns"])) for test in tests]
+        curve = [(test["train_episodes"], sum(test["returns"]) / len(test["returns"])) for test in tests
+                 if finite_number(test.get("train_episodes"))]  # a hand-damaged record: no point, not no row
         curve_x = "training episodes"
         episodes = len(list((run_dir / "train_episodes").glob("*.npz")))
         updates = max((step for r in metrics if any(k.startswith("train/") for k in r)
