@@ -211,6 +211,9 @@ MISTAKES = {
     "eval on a PPO run": (["eval", "--run", "{root}/ppo/run-00"], "PPO run"),
     "eval changing a model key": (["eval", "--run", "{root}/planet/run-00", "--set", "model.depth=8"],
                                   "only planner.* keys"),
+    "visualize changing a model key": (["visualize", "--run", "{root}/planet/run-00", "--out", "{root}/v",
+                                        "--set", "model.depth=8"],
+                                       "planetrl visualize: error: --set model.depth: only planner.* keys"),
     "eval with a planner typo": (["eval", "--run", "{root}/planet/run-00", "--set", "planner.candidate=8"],
                                  "Unknown config key"),
     "eval with fewer candidates than elites": (

@@ -119,7 +119,7 @@ def planner_overrides(items: list[str]) -> dict[str, object]:
     values = config_lib.parse_assignments(items)
     fixed = [k for k in values if not k.startswith("planner.")]
     if fixed:
-        raise config_lib.ConfigError(f"eval --set {fixed[0]}: only planner.* keys can change for a trained "
+        raise config_lib.ConfigError(f"--set {fixed[0]}: only planner.* keys can change for a trained "
                                      f"run (the model, env and data keys must match its checkpoint)")
     return values
 
