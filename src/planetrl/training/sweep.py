@@ -182,7 +182,7 @@ def describe_run(run_dir: Path, stale_seconds: float = 600.0) -> dict[str, Any]:
         "test_return": test_return,
         "wall_seconds": (end - start) if start is not None and end is not None else None,
         "hardware": info.get("gpu") or f"{info.get('cpus', '?')} CPUs {info.get('processor') or ''}".strip(),
-        "tests": tests, "config": config, "curve": curve, "curve_x": curve_x,
+        "config": config, "curve": curve, "curve_x": curve_x,
     }
 
 
