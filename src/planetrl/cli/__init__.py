@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import planetrl
 from planetrl import config as config_lib
+from planetrl.cli import console
 from planetrl.cli.common import take_imports
 from planetrl.cli.experiment_commands import add_experiment_commands, add_results_commands
 from planetrl.cli.planet_commands import add_collection_commands, add_training_commands
@@ -83,6 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     args = parser.parse_args([a for a in argv if a not in ("-v", "--verbose")])
     args.verbose = verbose
+    with console.kept_alive(getattr(args, "works_without_console", False)):
+        return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; its errors become one line (a traceback with -v)."""
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:  # third-party INFO lines (rendering back ends) would land inside tables
@@ -92,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _sigterm_stops_cleanly():
             return args.func(args)
     except (config_lib.ConfigError, ValueError, OSError, RuntimeError, ImportError) as error:
+        if isinstance(error, BrokenPipeError) and console.stdout_is_closed():
+            console.quiet_stdout()  # as `head` and `grep -q` expect of a command: stop quietly when nobody reads
+            return 128 + signal.SIGPIPE
         if args.verbose:
             raise
         message = " ".join(str(error).split()) or type(error).__name__

@@ -79,11 +79,11 @@ def path_arg(value: str) -> str:
     return value
 
 
-def overrides_parent() -> argparse.ArgumentParser:
-    """--set and --seed, shared by every command that builds a configuration."""
+def overrides_parent(example: str = "env.image_size=64") -> argparse.ArgumentParser:
+    """--set and --seed, shared by every command that builds a configuration; `example` is a key it takes."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one config value, e.g. --set env.image_size=64 (repeatable)")
+                        help=f"override one config value, e.g. --set {example} (repeatable)")
     parent.add_argument("--seed", type=int, help="seed for every source of randomness (run.seed)")
     return parent
 

@@ -225,7 +225,7 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
                        help="Ray backend: GPUs each run needs")
     sweep.add_argument("--device", choices=("auto", "cpu", "cuda"), help="torch device for every run")
     add_config_options(sweep)
-    sweep.set_defaults(func=cmd_sweep)
+    sweep.set_defaults(func=cmd_sweep, works_without_console=True)
 
     status = commands.add_parser("status", help="table of the runs under a logdir",
                                  description="Task, seed, state (running/done/failed/stale), episodes, updates, "

@@ -240,7 +240,7 @@ def add_collection_commands(commands: argparse._SubParsersAction) -> None:
                          help="integer upscaling of the GIF frames (default 2)")
     collect.add_argument("--fps", type=at_least(0.1, float), default=20.0, help="GIF frame rate (default 20)")
     add_config_options(collect)
-    collect.set_defaults(func=cmd_collect)
+    collect.set_defaults(func=cmd_collect, works_without_console=True)
 
 
 PLANNER_SET_HELP = ("plan differently from the run's config, e.g. --set planner.candidates=1000 (planner keys "
@@ -261,7 +261,7 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     train.add_argument("--wait", action="store_true",
                        help="wait for runs held by another worker until they are done or stale, then take over")
     add_config_options(train)
-    train.set_defaults(func=cmd_train)
+    train.set_defaults(func=cmd_train, works_without_console=True)
 
     evaluate = commands.add_parser("eval", help="mean and std of the return of a run's latest checkpoint",
                                    description="Run test episodes (no exploration noise) with the latest "
@@ -291,4 +291,4 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
     visualize.add_argument("--set", dest="overrides", action="append", default=[], metavar="planner.KEY=VALUE",
                            help=PLANNER_SET_HELP)
     visualize.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
-    visualize.set_defaults(func=cmd_visualize)
+    visualize.set_defaults(func=cmd_visualize, works_without_console=True)

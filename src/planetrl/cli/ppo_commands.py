@@ -107,21 +107,21 @@ def add_ppo_commands(commands: argparse._SubParsersAction) -> None:
     ppo_commands = ppo.add_subparsers(dest="ppo_command", required=True, metavar="PPO_COMMAND",
                                       help="train, eval or visualize")
     ppo_train = ppo_commands.add_parser(
-        "train", parents=[experiment_parent(), overrides_parent()],
+        "train", parents=[experiment_parent(), overrides_parent("ppo.lr=0.0003")],
         help="train PPO (resumes what is already in --logdir)",
         description="Train batched PPO; running the same command again resumes.",
         epilog=config_epilog(PPO_SECTIONS),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     ppo_train.add_argument("--config", required=True, help="PPO config: " + ", ".join(
         f"{name} ({block['env.task']})" for name, block in sorted(config_lib.PPO_CONFIGS.items())))
-    ppo_train.set_defaults(func=cmd_ppo_train)
+    ppo_train.set_defaults(func=cmd_ppo_train, works_without_console=True)
     ppo_visualize = ppo_commands.add_parser("visualize", help="videos of a trained PPO agent's episodes",
                                             description="Render episodes of the latest checkpoint as GIFs.")
     ppo_visualize.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
     ppo_visualize.add_argument("--out", required=True, type=path_arg, help="directory for the videos")
     ppo_visualize.add_argument("--episodes", type=at_least(1), default=2, help="episodes to render (default 2)")
     ppo_visualize.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
-    ppo_visualize.set_defaults(func=cmd_ppo_visualize)
+    ppo_visualize.set_defaults(func=cmd_ppo_visualize, works_without_console=True)
     ppo_eval = ppo_commands.add_parser("eval", help="mean and std of a trained PPO agent's return",
                                        description="Run the latest checkpoint's mean action for N episodes.")
     ppo_eval.add_argument("--run", required=True, type=path_arg, help="run directory (LOGDIR/run-NN)")
