@@ -1,4 +1,6 @@
 import logging
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -63,3 +65,21 @@ def test_writer_assembles_steps_per_env(tmp_path):
             assert (path is not None) == last
     lengths = sorted(E.parse_name(p)[1] for p in E.list_episodes(tmp_path))
     assert lengths == [2, 3]
+
+
+def _open_files() -> set[str]:
+    fds = Path("/proc/self/fd")
+    return {os.path.realpath(fd) for fd in fds.iterdir() if fd.is_symlink()}
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="lists open files through /proc")
+def test_a_damaged_file_is_closed_when_it_is_refused(tmp_path):
+    """np.load left a truncated file open for as long as its error was referenced (the logged warning's
+    record holds it), and then the garbage collector closed it with a ResourceWarning."""
+    good = E.write_episode(tmp_path, _episode())
+    truncated = tmp_path / E.episode_name(5)
+    truncated.write_bytes(good.read_bytes()[:200])
+    with pytest.raises(E.EpisodeError) as refused:
+        E.read_episode(truncated)
+    assert "BadZipFile" in str(refused.value)
+    assert str(truncated.resolve()) not in _open_files()

@@ -77,7 +77,8 @@ def write_episode(directory: str | Path, episode: Mapping[str, np.ndarray]) -> P
 def read_episode(path: str | Path) -> dict[str, np.ndarray]:
     """Load and validate one episode; raises EpisodeError for a bad file."""
     try:
-        with np.load(path, allow_pickle=False) as data:
+        # Our own handle: np.load leaves the file it opened open when the zip is damaged (a truncated write).
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as data:
             episode = {key: data[key] for key in data.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as error:
         raise EpisodeError(f"cannot read {path}: {type(error).__name__}: {error}") from error
