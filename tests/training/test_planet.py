@@ -163,8 +163,8 @@ def test_two_workers_split_four_runs(tmp_path):
     workers = [subprocess.Popen(_train(tmp_path, "--runs", "4"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                for _ in range(2)]
     for worker in workers:
-        worker.wait()
-        assert worker.returncode == 0
+        _, err = worker.communicate()  # wait() with unread pipes can block once a pipe fills
+        assert worker.returncode == 0, err.decode(errors="replace")
     for index in range(4):
         run = tmp_path / f"run-{index:02d}"
         assert (run / "DONE").exists()
