@@ -332,3 +332,22 @@ def test_every_path_option_refuses_an_empty_path():
     options = [(command, action.option_strings[0], action.type) for command, parser in _commands(build_parser())
                for action in parser._actions if set(action.option_strings) & paths]
     assert len(options) >= 20 and all(kind is path_arg for _, _, kind in options), options
+
+
+@pytest.mark.parametrize("argv, prog, hint", [
+    (["train", "--presets", "cpu", "--logdir", "x"], "planetrl train", "--presets: did you mean --preset"),
+    (["ppo", "train", "--config", "debug", "--logdir", "x", "--sed", "2"], "planetrl ppo train",
+     "--sed: did you mean --seed"),
+    (["status", "--logdir", "x", "extra"], "planetrl status", None),
+])
+def test_an_unknown_option_is_named_by_its_command_with_the_close_ones(tmp_path, monkeypatch, capsys, argv, prog,
+                                                                        hint):
+    """argparse said `planetrl: error: unrecognized arguments` at the top level, with no hint for a typo."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith(f"{prog}: error: unrecognized arguments: ")
+    assert (hint in error) if hint else "did you mean" not in error
+    assert not (tmp_path / "x").exists()

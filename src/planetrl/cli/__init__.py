@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import logging
 import signal
 import sys
@@ -71,6 +72,25 @@ def _command_name(args: argparse.Namespace) -> str:
     return f"{args.command} {sub}" if sub else args.command
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command as typed (`ppo train`'s, not the top level's)."""
+    for name in (args.command, getattr(args, f"{args.command}_command", None)):
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if name is None or not subparsers or name not in subparsers[0].choices:
+            break
+        parser = subparsers[0].choices[name]
+    return parser
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
+    """argparse's 'unrecognized arguments', said by the command's own parser with the options close to a typo."""
+    command = _command_parser(parser, args)
+    options = [flag for action in command._actions for flag in action.option_strings]
+    hints = [f"{arg.split('=', 1)[0]}: did you mean {', '.join(close)}?" for arg in unknown if arg.startswith("--")
+             for close in [difflib.get_close_matches(arg.split("=", 1)[0], options, n=2, cutoff=0.6)] if close]
+    command.error(f"unrecognized arguments: {' '.join(unknown)}" + ("; " + "; ".join(hints) if hints else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -82,7 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"planetrl: error: {error} (run with -v for the traceback)", file=sys.stderr)
         return 2
-    args = parser.parse_args([a for a in argv if a not in ("-v", "--verbose")])
+    args, unknown = parser.parse_known_args([a for a in argv if a not in ("-v", "--verbose")])
+    if unknown:
+        _refuse_unknown(parser, args, unknown)
     args.verbose = verbose
     with console.kept_alive(getattr(args, "works_without_console", False)):
         return _dispatch(args)
