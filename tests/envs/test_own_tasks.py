@@ -38,6 +38,20 @@ def test_import_option_registers_the_task_and_the_run_remembers_it(tmp_path):
     assert unknown.returncode == 2 and "--import MODULE" in unknown.stderr
 
 
+def test_run_imports_set_as_a_key_registers_the_task_as_import_does(tmp_path):
+    """`--set run.imports=[...]` reached only the run: collect never imported it (unknown task) and train made
+    the run directory and then failed it on a module that does not exist."""
+    (tmp_path / "my_tasks.py").write_text(TASK_MODULE)
+    collected = _planetrl("collect", "--task", "my-task", "--set", "run.imports=[my_tasks]", "--episodes", "1",
+                          "--outdir", str(tmp_path / "eps"), cwd=tmp_path)
+    assert collected.returncode == 0, collected.stderr[-2000:]
+    assert len(list((tmp_path / "eps").glob("*.npz"))) == 1
+    missing = _planetrl("train", "--preset", "debug", "--set", "run.imports=[no_such_module_here]", "--logdir",
+                        str(tmp_path / "exp"), cwd=tmp_path)
+    assert missing.returncode == 2 and "cannot import task module 'no_such_module_here'" in missing.stderr
+    assert not (tmp_path / "exp").exists()
+
+
 def test_a_missing_import_module_is_one_line(tmp_path):
     result = _planetrl("tasks", "--import", "no_such_module_here", cwd=tmp_path)
     assert result.returncode == 2

@@ -106,8 +106,12 @@ def config_from(block: dict[str, object], overrides: Sequence[str], flags: dict[
     Returns the config and the keys this command line sets explicitly, which
     must agree with a resumed run's saved config.
     """
+    from planetrl.envs.registry import import_task_modules
+
     imports = {"run.imports": tuple(IMPORTS)} if IMPORTS else {}
-    return config_lib.resolve(block, overrides, {**flags, **imports}, base=kind())
+    cfg, explicit = config_lib.resolve(block, overrides, {**flags, **imports}, base=kind())
+    import_task_modules(cfg.run.imports)  # `--set run.imports=[...]` as --import: its tasks exist from here on
+    return cfg, explicit
 
 
 IMPORTS: list[str] = []  # --import MODULE, anywhere on the command line
