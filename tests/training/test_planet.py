@@ -375,18 +375,20 @@ def test_mixed_noise_explores_every_kth_collection_episode_with_the_correlated_n
     assert exploration_of(C.build().planner, 0) == (0.3, 0.0)  # off by default, as in PlaNet
 
 
-def test_sigterm_stops_the_run_cleanly_and_the_same_command_resumes_it(tmp_path):
-    """`kill PID` ended the process at once, leaving its PING for status to call stale; now it lets go."""
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_stops_the_run_cleanly_and_the_same_command_resumes_it(tmp_path, stop):
+    """`kill PID` or a closing terminal's hang-up ended the process at once, leaving its PING for status to
+    call stale; now it lets go."""
     extra = ["--set", "train.total_updates=48", "--set", "train.test_every=16"]
     process = subprocess.Popen(_train(tmp_path, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     run = tmp_path / "run-00"
     while not (run / "checkpoints" / "latest.pt").exists():
         assert process.poll() is None, "the run ended before it could be stopped"
         time.sleep(0.05)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(stop)
     _, err = process.communicate()
-    assert process.returncode == 128 + signal.SIGTERM, err
-    assert "stopped by SIGTERM; the same command resumes" in err and "Traceback" not in err
+    assert process.returncode == 128 + stop, err
+    assert f"stopped by {stop.name}; the same command resumes" in err and "Traceback" not in err
     assert not (run / "PING").exists() and not (run / "DONE").exists() and not (run / "FAIL").exists()
     assert describe_run(run)["state"] == "stopped"  # it read "new", as if it had never run
 
@@ -395,6 +397,21 @@ def test_sigterm_stops_the_run_cleanly_and_the_same_command_resumes_it(tmp_path)
     claims = [json.loads(line) for line in (run / "claims.jsonl").read_text().splitlines()]
     assert [c["took_over"] for c in claims] == [False, False]  # let go, so the resume claims a free run
     assert len(list_episodes(run / "train_episodes")) == 2 + 48 // 4
+
+
+def test_a_run_under_nohup_keeps_going_through_a_hang_up(tmp_path):
+    """Taking SIGHUP as a stop must not undo `nohup`, which ignores it."""
+    extra = ["--set", "train.total_updates=24"]
+    process = subprocess.Popen(_train(tmp_path, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    run = tmp_path / "run-00"
+    while not (run / "checkpoints" / "latest.pt").exists():
+        assert process.poll() is None, "the run ended before the hang-up"
+        time.sleep(0.05)
+    process.send_signal(signal.SIGHUP)
+    _, err = process.communicate()
+    assert process.returncode == 0, err
+    assert (run / "DONE").exists()
 
 
 def test_each_resume_adds_its_machine_to_run_info_and_a_damaged_run_info_is_left_as_it_is(tmp_path, monkeypatch):

@@ -22,26 +22,36 @@ from planetrl.cli.ppo_commands import add_ppo_commands
 __all__ = ["build_parser", "main"]
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""`kill PID`, and the hang-up a closing terminal sends: each stops a command as Ctrl-C does."""
+
+
 class Terminated(KeyboardInterrupt):
-    """SIGTERM (`kill PID`), taken as Ctrl-C is: the run lets go of its claim and closes its environments."""
+    """A stop signal, taken as Ctrl-C is: the run lets go of its claim and closes its environments."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _terminate(signum: int, frame: object) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 @contextlib.contextmanager
-def _sigterm_stops_cleanly() -> Iterator[None]:
-    """Without this, SIGTERM ended the process at once: no message, its claim (PING) left for status to call
-    stale. Only the main thread can take signals, so elsewhere (a test calling `main`) nothing changes."""
+def _stop_signals_stop_cleanly() -> Iterator[None]:
+    """Without this, SIGTERM or SIGHUP ended the process at once: no message, its claim (PING) left behind.
+    Only the main thread can take signals, so elsewhere (a test calling `main`) nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = {signum: signal.signal(signum, _terminate) for signum in STOP_SIGNALS
+                if signal.getsignal(signum) is not signal.SIG_IGN}  # `nohup` ignores SIGHUP: so does the run
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,7 +128,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         for noisy in ("absl", "OpenGL", "matplotlib"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        with _sigterm_stops_cleanly():
+        with _stop_signals_stop_cleanly():
             return args.func(args)
     except (config_lib.ConfigError, ValueError, OSError, RuntimeError, ImportError) as error:
         if isinstance(error, BrokenPipeError) and console.stdout_is_closed():
@@ -129,10 +139,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"planetrl {_command_name(args)}: error: {message} (run with -v for the traceback)", file=sys.stderr)
         return 2
-    except Terminated:
+    except Terminated as stop:
         resumes = args.command in ("train", "sweep") or getattr(args, "ppo_command", None) == "train"
-        print("stopped by SIGTERM" + ("; the same command resumes" if resumes else ""), file=sys.stderr)
-        return 128 + signal.SIGTERM
+        name = signal.Signals(stop.signum).name
+        print(f"stopped by {name}" + ("; the same command resumes" if resumes else ""), file=sys.stderr)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
