@@ -4,6 +4,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from planetrl.training.experiment import PING, run_state, try_claim
 
 
@@ -59,3 +61,32 @@ def test_heartbeat_keeps_a_claim_fresh(tmp_path):
     assert (run / PING).stat().st_mtime > before
     assert run_state(run, 0.4) == "running"
     claim.abandon()
+
+
+def test_a_stop_between_the_ping_and_the_claim_lets_the_run_go(tmp_path, monkeypatch):
+    """A SIGTERM just after the PING was written left it behind: the run read as held, then stale."""
+    from planetrl.training import experiment
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(experiment, "append_json_line", stopped)
+    run = tmp_path / "run-00"
+    with pytest.raises(KeyboardInterrupt):
+        try_claim(run, stale_seconds=60)
+    assert not (run / PING).exists() and run_state(run, 60) == "new"
+
+
+def test_a_stop_before_the_claimed_run_starts_lets_the_run_go(tmp_path, monkeypatch):
+    """The signal can land after the run is claimed and before the code that lets go on Ctrl-C is entered."""
+    from planetrl import config as C
+    from planetrl.training import runner
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "_run_one", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(tmp_path, 1, C.build("debug"), {}, make_run=None)
+    assert not (tmp_path / "run-00" / PING).exists()
+    assert run_state(tmp_path / "run-00", 60) == "new"

@@ -79,6 +79,7 @@ class Claim:
     def __init__(self, run_dir: Path, worker: str, heartbeat: float) -> None:
         self.run_dir = run_dir
         self.worker = worker
+        self._released = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, args=(heartbeat,), daemon=True)
         self._thread.start()
@@ -108,6 +109,9 @@ class Claim:
                 return
 
     def _release(self) -> None:
+        if self._released:
+            return
+        self._released = True
         self._stop.set()
         self._thread.join()
         if self.owner() == self.worker:
@@ -147,12 +151,17 @@ def try_claim(run_dir: Path, stale_seconds: float, worker: str | None = None) ->
         fd = os.open(ping, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
         return None
-    with os.fdopen(fd, "w") as handle:
-        json.dump({"worker": worker, "host": host, "pid": pid, "time": time.time()}, handle)
-    for stale in run_dir.glob(".PING.stale.*"):
-        stale.unlink(missing_ok=True)
-    append_json_line(run_dir / "claims.jsonl", {"worker": worker, "time": time.time(), "took_over": state == "stale"})
-    return Claim(run_dir, worker, heartbeat=max(min(stale_seconds / 4, 30.0), 0.05))
+    try:
+        with os.fdopen(fd, "w") as handle:
+            json.dump({"worker": worker, "host": host, "pid": pid, "time": time.time()}, handle)
+        for stale in run_dir.glob(".PING.stale.*"):
+            stale.unlink(missing_ok=True)
+        append_json_line(run_dir / "claims.jsonl",
+                         {"worker": worker, "time": time.time(), "took_over": state == "stale"})
+        return Claim(run_dir, worker, heartbeat=max(min(stale_seconds / 4, 30.0), 0.05))
+    except BaseException:  # a stop signal or a failed write between the PING and the Claim: let the run go
+        ping.unlink(missing_ok=True)
+        raise
 
 
 def run_dirs(logdir: Path, runs: int) -> list[Path]:
@@ -164,7 +173,8 @@ def claimable_runs(logdir: Path, runs: int, stale_seconds: float, only: int | No
                    wait: bool = False) -> Iterator[tuple[int, Path, Claim]]:
     """Claim and yield the runs this worker should do, one at a time, in order.
 
-    `only` restricts the experiment to one run index. With `wait`, a run held
+    Close the iterator when stopping early (`contextlib.closing`): that lets go of a claim the consumer was
+    handed but had not settled yet. `only` restricts the experiment to one run index. With `wait`, a run held
     by another worker is waited for until it is done, failed or stale (a retried
     sweep task on another node waits out the heartbeat of the worker it replaces).
     """
@@ -177,4 +187,7 @@ def claimable_runs(logdir: Path, runs: int, stale_seconds: float, only: int | No
             time.sleep(min(stale_seconds / 4, 10.0))
             claim = try_claim(run_dir, stale_seconds, worker)
         if claim is not None:
-            yield index, run_dir, claim
+            try:
+                yield index, run_dir, claim
+            finally:  # the consumer stopped (a signal) before it settled the claim: let go of the run
+                claim.abandon()

@@ -6,6 +6,7 @@ calls `fence()` before every write, so a worker that lost its claim stops.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -183,8 +184,9 @@ def run_experiment(logdir: Path, runs: int, cfg: config_lib.AnyConfig, explicit:
         if (only is None or index == only) and run_state(run_dir, cfg.run.stale_seconds) == "done":
             refuse_changes_to_a_finished_run(run_dir, type(cfg), seeded(index)[1])
     failures = _earlier_failures(logdir, runs, only, retry_failed)
-    for index, run_dir, claim in claimable_runs(logdir, runs, cfg.run.stale_seconds, only, wait):
-        failures += not _run_one(run_dir, claim, *seeded(index), make_run)
+    with contextlib.closing(claimable_runs(logdir, runs, cfg.run.stale_seconds, only, wait)) as claimed:
+        for index, run_dir, claim in claimed:
+            failures += not _run_one(run_dir, claim, *seeded(index), make_run)
     states = [run_state(d, cfg.run.stale_seconds) for d in run_dirs(logdir, runs)]
     print(f"{logdir}: " + ", ".join(f"{states.count(s)} {s}" for s in sorted(set(states))))
     return 1 if failures else 0
