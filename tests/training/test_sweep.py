@@ -185,3 +185,42 @@ def test_a_local_sweep_shows_a_live_table_while_it_runs(tmp_path, capsys):
     assert set(results.values()) == {"done"}
     out = capsys.readouterr().out
     assert "task" in out and "path" in out and "running" in out  # printed while the runs were going
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["kill", "ctrl-c-to-the-sweep-alone"])
+def test_stopping_a_local_sweep_stops_its_runs_and_the_same_command_finishes_them(tmp_path, stop):
+    """`kill` of the sweep left it waiting for its runs to end (hours on a CPU), and the runs went on."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "planetrl.cli", "sweep", "--tasks", "mock", "--seeds", "2", "--parallel", "2",
+            "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=24"]
+    sweep = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"},
+                             # a background job's SIGINT is ignored, and Python then never takes it
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    runs = [tmp_path / "mock" / f"run-{index:02d}" for index in range(2)]
+    while not all((run / "PING").exists() for run in runs):
+        assert sweep.poll() is None, sweep.stderr.read()
+        time.sleep(0.05)
+    owners = [json.loads((run / "PING").read_text())["pid"] for run in runs]
+    sweep.send_signal(stop)
+    _, err = sweep.communicate()
+    assert sweep.returncode == (143 if stop == signal.SIGTERM else 130), err
+    assert not any(_pid_alive(pid) for pid in owners)  # each run stopped before the sweep returned
+    for run in runs:
+        assert not (run / "PING").exists() and not (run / "DONE").exists()
+        assert "stopped by SIGTERM; the same command resumes" in (run / "train.log").read_text()
+    again = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert again.returncode == 0, again.stderr
+    for run in runs:
+        assert (run / "DONE").exists()
+        assert [claim["took_over"] for claim in _claims(run)] == [False, False]  # let go, then resumed

@@ -14,8 +14,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ALL_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -52,11 +54,49 @@ def command(unit: Unit, logdir: Path, train_args: list[str]) -> list[str]:
             "--index", str(unit.index), "--wait", "--no-progress", *train_args]
 
 
+class RunProcesses:
+    """The `planetrl train` processes of a local sweep, so that a stop of the sweep reaches each of them.
+
+    Each runs in its own process group: Ctrl-C or a hang-up at the terminal reaches the sweep alone, which
+    passes one SIGTERM to each run (a run stops cleanly on it and resumes later). Without this, `kill` of the
+    sweep left it waiting for its runs to finish, hours on a CPU.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+        self.stopping = False
+
+    def run(self, argv: list[str], **popen: Any) -> int | None:
+        """The process's exit status; None when the sweep was already stopping and nothing was started."""
+        with self._lock:
+            if self.stopping:
+                return None
+            process = subprocess.Popen(argv, process_group=0, **popen)
+            self._running.add(process)
+        try:
+            return process.wait()
+        finally:
+            with self._lock:
+                self._running.discard(process)
+
+    def stop(self) -> None:
+        """SIGTERM to every run still going, then wait for each to let go of its run."""
+        with self._lock:
+            self.stopping = True
+            running = list(self._running)
+        for process in running:
+            process.send_signal(signal.SIGTERM)
+        for process in running:
+            process.wait()
+
+
 def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: float,
-             threads: int | None = None) -> str:
+             threads: int | None = None, processes: RunProcesses | None = None) -> str:
     """Do one run in a child process; raise if it died, so the caller (or Ray) retries it.
 
-    `threads`: the child's OMP_NUM_THREADS, torch's CPU threads (None: inherited).
+    `threads`: the child's OMP_NUM_THREADS, torch's CPU threads (None: inherited). `processes`: where a
+    local sweep keeps its children (a stopped sweep's runs are not retried).
     """
     run_dir = unit.directory(logdir)
     state = run_state(run_dir, stale_seconds)
@@ -66,12 +106,14 @@ def run_unit(unit: Unit, logdir: Path, train_args: list[str], stale_seconds: flo
     log_path = run_dir / "train.log"  # the run's own output, kept (appended on every attempt)
     with open(log_path, "a") as output:
         env = None if threads is None else {**os.environ, "OMP_NUM_THREADS": str(threads)}
-        result = subprocess.run(command(unit, logdir, train_args), stdout=output, stderr=subprocess.STDOUT, env=env)
+        popen: dict[str, Any] = dict(stdout=output, stderr=subprocess.STDOUT, env=env)
+        argv = command(unit, logdir, train_args)
+        returncode = processes.run(argv, **popen) if processes else subprocess.run(argv, **popen).returncode
     state = run_state(run_dir, stale_seconds)
-    if state in ("done", "failed"):
+    if state in ("done", "failed") or (processes and processes.stopping):
         return state
     tail = log_path.read_text(errors="replace")[-2000:]
-    raise RuntimeError(f"run {unit.task} #{unit.index} ended with exit code {result.returncode} "
+    raise RuntimeError(f"run {unit.task} #{unit.index} ended with exit code {returncode} "
                        f"in state {state}; its output is in {log_path}: {tail}")
 
 
@@ -93,21 +135,26 @@ def run_local(units: list[Unit], logdir: Path, train_args: list[str], parallel: 
     Each run gets its share of the cores as torch threads, unless OMP_NUM_THREADS is set.
     """
     threads = threads_per_run(parallel)
+    processes = RunProcesses()
 
     def attempt(unit: Unit) -> str:
         for trial in range(retries + 1):
             try:
-                return run_unit(unit, logdir, train_args, stale_seconds, threads)
+                return run_unit(unit, logdir, train_args, stale_seconds, threads, processes)
             except RuntimeError as error:
                 log.warning("%s (attempt %d of %d)", error, trial + 1, retries + 1)
         return run_state(unit.directory(logdir), stale_seconds)
 
     with ThreadPoolExecutor(max_workers=max(parallel, 1)) as pool:
         futures = [pool.submit(attempt, unit) for unit in units]
-        while not all(f.done() for f in futures):
-            wait(futures, timeout=table_every, return_when=ALL_COMPLETED)
-            if table_every and not all(f.done() for f in futures):
-                print(format_status(status_rows(logdir, stale_seconds)), flush=True)  # a live table
+        try:
+            while not all(f.done() for f in futures):
+                wait(futures, timeout=table_every, return_when=ALL_COMPLETED)
+                if table_every and not all(f.done() for f in futures):
+                    print(format_status(status_rows(logdir, stale_seconds)), flush=True)  # a live table
+        except KeyboardInterrupt:  # Ctrl-C, and SIGTERM or SIGHUP as the command line takes them
+            processes.stop()
+            raise
         return {unit: future.result() for unit, future in zip(units, futures, strict=True)}
 
 
