@@ -202,7 +202,7 @@ def test_stopping_a_local_sweep_stops_its_runs_and_the_same_command_finishes_the
     import sys
 
     argv = [sys.executable, "-m", "planetrl.cli", "sweep", "--tasks", "mock", "--seeds", "2", "--parallel", "2",
-            "--logdir", str(tmp_path), *DEBUG, "--set", "train.total_updates=24"]
+            "--logdir", str(tmp_path), *DEBUG]
     sweep = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              env={**os.environ, "OMP_NUM_THREADS": "1"},
                              # a background job's SIGINT is ignored, and Python then never takes it
@@ -219,6 +219,8 @@ def test_stopping_a_local_sweep_stops_its_runs_and_the_same_command_finishes_the
     for run in runs:
         assert not (run / "PING").exists() and not (run / "DONE").exists()
         assert "stopped by SIGTERM; the same command resumes" in (run / "train.log").read_text()
+    if stop != signal.SIGTERM:
+        return  # the resume is the same after either
     again = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert again.returncode == 0, again.stderr
     for run in runs:
