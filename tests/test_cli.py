@@ -114,6 +114,16 @@ def test_config_keys_by_section(capsys):
     assert main(["config", "--keys", "nope"]) == 2
 
 
+def test_config_keys_of_single_keys_and_the_close_names_of_a_typo(capsys):
+    assert main(["config", "--keys", "planner.horizon"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["[planner]", "  planner.horizon = 12",
+                                                   "      Planning horizon in decisions."]
+    assert main(["config", "--keys", "trian"]) == 2
+    assert "Did you mean: train" in capsys.readouterr().err
+    assert main(["config", "--keys", "planner.horizn"]) == 2
+    assert "Did you mean: planner.horizon" in capsys.readouterr().err
+
+
 def test_a_file_where_an_output_directory_goes_is_one_line_before_any_work(tmp_path, capsys):
     taken = tmp_path / "taken"
     taken.write_text("a file the user keeps")

@@ -38,11 +38,11 @@ def ppo_block(name: str) -> dict[str, object]:
 
 
 def describe_keys(sections: Sequence[str]) -> str:
-    """Every key of the given sections with its default and help, by section."""
+    """Every key of the given sections (or the given SECTION.KEY keys) with its default and help, by section."""
     lines: list[str] = []
     for key, value, help_text in config_lib.describe():
         section = key.split(".", 1)[0]
-        if sections and section not in sections:
+        if sections and section not in sections and key not in sections:
             continue
         if not any(line == f"[{section}]" for line in lines):
             lines.append(f"[{section}]")

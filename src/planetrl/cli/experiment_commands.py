@@ -24,6 +24,7 @@ from planetrl.cli.common import (
     ppo_block,
     resolve_config,
 )
+from planetrl.config_values import did_you_mean
 from planetrl.programs import program
 
 
@@ -150,9 +151,12 @@ def cmd_config(args: argparse.Namespace) -> int:
 
     if args.keys is not None:
         known = list(dict.fromkeys(f.name for kind in config_lib.KINDS for f in dataclasses.fields(kind)))
-        unknown = [s for s in args.keys if s not in known]
-        if unknown:
-            raise config_lib.ConfigError(f"unknown config section(s) {', '.join(unknown)}; allowed: {', '.join(known)}")
+        keys = [key for key, _, _ in config_lib.describe()]
+        for name in args.keys:
+            if name not in known and name not in keys:
+                raise config_lib.ConfigError(
+                    f"--keys {name} is neither a config section nor a key.{did_you_mean(name, known + keys)} "
+                    f"Sections: {', '.join(known)}; a key is SECTION.KEY")
         print(describe_keys(args.keys))
         return 0
     from planetrl.envs.make import action_repeat, decisions_per_episode, episode_steps
@@ -255,5 +259,6 @@ def add_experiment_commands(commands: argparse._SubParsersAction) -> None:
                                                       "--config CONFIG` runs")
     show.add_argument("--task", help="task name (env.task); see `planetrl tasks`")
     show.add_argument("--keys", nargs="*", metavar="SECTION",
-                      help="list every key (of these sections) with its default and meaning, instead of the YAML")
+                      help="list every key (of these sections, or these SECTION.KEY keys) with its default and "
+                           "meaning, instead of the YAML")
     show.set_defaults(func=cmd_config)
