@@ -91,3 +91,13 @@ def test_a_surviving_stream_keeps_what_was_written_and_drops_the_rest_after_the_
     stream.flush()
     assert terminal.getvalue() == "one\ntwo\n"
     assert stream.lost and terminal.writes == 3  # after the failure nothing more is tried
+
+
+def test_an_eval_whose_output_pipe_closed_still_writes_its_result(tmp_path):
+    """eval's result is RUN/eval.json as much as its printed line, and an eval can take an hour on a CPU."""
+    trained = _run_on(_closed_pipe(), ["train", "--preset", "debug", "--logdir", str(tmp_path / "x")])
+    assert trained.returncode == 0
+    run = tmp_path / "x" / "run-00"
+    done = _run_on(_closed_pipe(), ["eval", "--run", str(run), "--episodes", "2"])
+    assert done.returncode == 0
+    assert len(json.loads((run / "eval.json").read_text())["returns"]) == 2

@@ -277,7 +277,7 @@ def add_training_commands(commands: argparse._SubParsersAction) -> None:
                           help="test the model kept at this update count (train.keep_models) instead of the "
                                "latest; writes eval-UPDATES.json")
     evaluate.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
-    evaluate.set_defaults(func=cmd_eval)
+    evaluate.set_defaults(func=cmd_eval, works_without_console=True)
 
     visualize = commands.add_parser("visualize", help="videos of a trained agent and its open-loop predictions",
                                     description="Write GIFs of policy episodes of the latest checkpoint and of "
