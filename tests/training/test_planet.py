@@ -380,7 +380,9 @@ def test_a_stop_signal_stops_the_run_cleanly_and_the_same_command_resumes_it(tmp
     """`kill PID` or a closing terminal's hang-up ended the process at once, leaving its PING for status to
     call stale; now it lets go."""
     extra = ["--set", "train.total_updates=48", "--set", "train.test_every=16"]
-    process = subprocess.Popen(_train(tmp_path, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(_train(tmp_path, *extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               # under a harness run with nohup the child would inherit an ignored SIGHUP
+                               preexec_fn=lambda: signal.signal(stop, signal.SIG_DFL))
     run = tmp_path / "run-00"
     while not (run / "checkpoints" / "latest.pt").exists():
         assert process.poll() is None, "the run ended before it could be stopped"
