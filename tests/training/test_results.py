@@ -632,3 +632,52 @@ def test_hour_budget_prices_the_preset_with_the_overrides_it_is_given(monkeypatc
     with pytest.raises(SystemExit):  # refused before any measuring: no config was built
         hour_budget.main()
     assert len(built) == builds
+
+
+def test_lever_goals_counts_the_tasks_each_group_meets_and_prices_only_the_levers_updates(
+        record, tmp_path, monkeypatch, capsys):
+    """The preset decision of issue 13 weighs tasks at the goal at the end against tasks at 2x random within
+    the hour; the lever's updates cost more, so only its phases move later, and only finished runs count."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import lever_goals
+
+    _, out = record
+    cpu = tmp_path / "cpu"
+    _record_as(out, cpu / "cartpole-swingup" / "seed-0", "cartpole-swingup", 0, [250, 250, 250])
+    _record_as(out, cpu / "cartpole-swingup" / "lever" / "seed-0", "cartpole-swingup", 0, [300, 400, 500],
+               **{"loss.overshooting": 3})
+    _record_as(out, cpu / "walker-walk" / "seed-0", "walker-walk", 0, [200, 200, 200])
+    _record_as(out, cpu / "walker-walk" / "seed-1", "walker-walk", 1, [260, 260, 260])
+    _record_as(out, cpu / "walker-walk" / "lever" / "seed-0", "walker-walk", 0, [200, 200, 201],
+               **{"loss.overshooting": 3})
+    _record_as(out, cpu / "walker-walk" / "lever" / "seed-2", "walker-walk", 2, [300, 300, 300],
+               **{"loss.overshooting": 3})
+    _record_as(out, cpu / "cheetah-run" / "seed-0", "cheetah-run", 0, [150, 150, 150])
+    _record_as(out, cpu / "cheetah-run" / "lever" / "seed-0", "cheetah-run", 0, [500, 500],  # unfinished
+               **{"loss.overshooting": 3})
+    (cpu / "random-policy.jsonl").write_text("".join(
+        json.dumps({"task": task, "returns": [mean - 1, mean + 1]}) + "\n"
+        for task, mean in [("cartpole-swingup", 140), ("walker-walk", 110), ("cheetah-run", 10)]))
+    # test phases at 4, 8 and 12 updates: 20, 40 and 60 idle minutes; at twice the update, 40, 80 and 120
+    rates = {task: {"seed_s": 0, "update_s": 300, "decision_s": 0, "test_phase_s": 0}
+             for task in ("cartpole-swingup", "walker-walk", "cheetah-run")}
+    (cpu / "rates.json").write_text(json.dumps(rates))
+    monkeypatch.setattr(sys, "argv", ["lever_goals.py", str(cpu), "lever", "--update-scale", "2"])
+    lever_goals.main()
+    *rows, summary = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    by_task = {row["task"]: row for row in rows}
+    assert sorted(by_task) == ["cartpole-swingup", "walker-walk"]  # cheetah-run's lever run did not finish
+    cartpole, walker = by_task["cartpole-swingup"], by_task["walker-walk"]
+    assert cartpole["lever"] == {"seeds": [0], "end": 400.0, "end_goal": 300, "end_met": True,
+                                 "hour": 300.0, "hour_goal": 280.0, "hour_met": True}
+    assert cartpole["preset_same_seeds"]["end_met"] is False and cartpole["preset_same_seeds"]["hour"] == 250.0
+    assert walker["lever"]["seeds"] == [0, 2] and walker["lever"]["end"] == round((200 + 200 + 201) / 6 + 150, 1)
+    assert walker["lever"]["end_met"] and walker["lever"]["hour"] == 250.0 and walker["lever"]["hour_met"]
+    assert walker["preset_same_seeds"]["seeds"] == [0] and not walker["preset_same_seeds"]["end_met"]
+    assert walker["preset"]["seeds"] == [0, 1] and walker["preset"]["end"] == 230.0 and walker["preset"]["end_met"]
+    assert summary == {"tasks": 2, "lever": {"end_met": 2, "hour_met": 2},
+                       "preset_same_seeds": {"end_met": 0, "hour_met": 0}, "preset": {"end_met": 1, "hour_met": 1}}
+    monkeypatch.setattr(sys, "argv", ["lever_goals.py", str(cpu), "levr"])
+    with pytest.raises(SystemExit):
+        lever_goals.main()
+    assert "no finished run of variant 'levr'" in capsys.readouterr().err

@@ -335,19 +335,38 @@ def seeds_mean(records: list[dict[str, Any]]) -> str:
     Only runs measured by the goal's measure count (finished, three phases of enough episodes); the per-seed
     verdicts stay the goal's.
     """
-    counted = [r for r in records if _verdict(r) in ("goal met", "goal not met")]
-    if not counted:
+    means, shared = end_standing(records)
+    if not means:
         return "-"
-    means = [_last_three_mean(r) for r in counted]
+    counted = [r for r in records if _verdict(r) in ("goal met", "goal not met")]
     mean, target = float(np.mean(means)), goal(counted[0])
     figure = f"{mean:.2f}" if target is not None and mean < target <= round(mean, 1) else f"{mean:.1f}"
     if len(means) > 1:
         figure += f" +- {standard_error(means):.1f}"
     met = sum(_verdict(r) == "goal met" for r in counted)
     text = f"{figure} ({met} of {len(means)} seed{'s' if len(means) > 1 else ''} at the goal"
-    if all(goal(r) == target for r in counted):
-        text += f"; the mean {'meets' if mean >= target else 'misses'} {target:.0f}"
+    if shared is not None:
+        text += f"; the mean {'meets' if mean >= shared else 'misses'} {shared:.0f}"
     return text + ")"
+
+
+def end_standing(records: list[dict[str, Any]]) -> tuple[list[float], float | None]:
+    """The goal's measure of each of a task's seeds that it counts (finished, phases of enough episodes), and
+    the goal their mean is held to (None where the counted seeds' goals differ, or none counts)."""
+    counted = [r for r in records if _verdict(r) in ("goal met", "goal not met")]
+    targets = {goal(r) for r in counted}
+    return [_last_three_mean(r) for r in counted], (targets.pop() if len(targets) == 1 else None)
+
+
+def hour_standing(records: list[dict[str, Any]],
+                  rates: dict[str, dict[str, float]]) -> tuple[list[float], float | None]:
+    """The last test within the hour of each of a task's seeds that has one, and the HOUR_FACTOR x random
+    their mean is held to (None where the seeds' targets differ, or where a seed has no test within the hour
+    and so misses the bar)."""
+    points = [_at(r, HOUR_MINUTES, rates) for r in records]
+    means = [p["mean"] for p in points if p is not None]
+    targets = {round(hour_target(r), 6) for r in records}
+    return means, (targets.pop() if len(targets) == 1 and means and len(means) == len(records) else None)
 
 
 CAUSE_PARTS = ("model", "planner", "schedule")
@@ -428,17 +447,14 @@ def _hour_cause_cell(record: dict[str, Any], causes: dict[str, dict[str, str]],
 def hour_mean(records: list[dict[str, Any]], rates: dict[str, dict[str, float]]) -> str:
     """A task's test return within the hour, averaged over its seeds, against HOUR_FACTOR x random: issue
     13's bar for every task. A seed with no test phase within the hour counts as short and adds no return."""
-    points = [_at(r, HOUR_MINUTES, rates) for r in records]
-    means = [p["mean"] for p in points if p is not None]
+    means, target = hour_standing(records, rates)
     if not means:
         return "-"
     mean = float(np.mean(means))
     figure = f"{mean:.1f}" + (f" +- {standard_error(means):.1f}" if len(means) > 1 else "")
     at = sum(not hour_short(r, rates) for r in records)
     text = f"{figure} ({at} of {len(records)} seed{'s' if len(records) > 1 else ''} at {HOUR_FACTOR:g}x random"
-    targets = {round(hour_target(r), 6) for r in records}
-    if len(targets) == 1 and len(means) == len(records):
-        target = targets.pop()
+    if target is not None:
         text += f"; the mean {'meets' if mean >= target else 'misses'} {target:.1f}"
     return text + ")"
 
