@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from planetrl.training.results import end_standing, hour_standing, load_records, load_variants, read_rates, variant_name
+from planetrl.training.results import (
+    end_standing,
+    finished,
+    hour_standing,
+    load_records,
+    load_variants,
+    read_rates,
+    variant_name,
+)
 
 GROUPS = ("lever", "preset_same_seeds", "preset")
 
@@ -47,11 +55,10 @@ def compare(directory: Path, variant: str, rates: dict[str, dict[str, float]],
     lever_rates = copy.deepcopy(rates)
     for rate in lever_rates.values():
         rate["update_s"] *= update_scale
-    finished = [v for v in load_variants(directory) if variant_name(v) == variant
-                and v["tests"] and v["tests"][-1]["updates"] >= v["config"]["train"]["total_updates"]]
+    ended = [v for v in load_variants(directory) if variant_name(v) == variant and finished(v)]
     rows = []
-    for task in sorted({v["task"] for v in finished}):
-        lever = [v for v in finished if v["task"] == task]
+    for task in sorted({v["task"] for v in ended}):
+        lever = [v for v in ended if v["task"] == task]
         seeds = {v["seed"] for v in lever}
         preset = [r for r in records if r["task"] == task]
         rows.append({"task": task,

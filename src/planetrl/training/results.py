@@ -287,7 +287,7 @@ def _verdict(record: dict[str, Any]) -> str | None:
     target, total = goal(record), record["config"]["train"]["total_updates"]
     if target is None:
         return None
-    if not _finished(record):
+    if not finished(record):
         return f"unfinished at {last[-1]['updates'] if last else 0} of {total} updates: not the goal's measure"
     if len(last) < 3 or min(len(x["returns"]) for x in last) < GOAL_EPISODES:
         return f"a phase has fewer than {GOAL_EPISODES}: not the goal's measure"
@@ -631,7 +631,7 @@ def variants_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]
     return "\n".join(lines) + "\n"
 
 
-def _finished(record: dict[str, Any]) -> bool:
+def finished(record: dict[str, Any]) -> bool:
     """Whether the run tested at its config's last update, so that its last three phases are its end."""
     tests = record["tests"]
     return bool(tests) and tests[-1]["updates"] >= record["config"]["train"]["total_updates"]
@@ -639,7 +639,7 @@ def _finished(record: dict[str, Any]) -> bool:
 
 def _lever_figure(record: dict[str, Any], digits: int = 0) -> str:
     """The mean of the last three phases, bold where it meets the goal; how far an unfinished run got."""
-    if not _finished(record):
+    if not finished(record):
         reached = record["tests"][-1]["updates"] if record["tests"] else 0
         return f"unfinished ({reached} of {record['config']['train']['total_updates']})"
     figure = f"{_last_three_mean(record):.{digits}f}" if digits else last_three_figure(record)
@@ -651,7 +651,7 @@ def _lever_pair(variant: dict[str, Any], base: dict[str, Any] | None) -> str:
     if base is None:
         return f"{_lever_figure(variant)} vs no preset record"
     figures = (_lever_figure(variant), _lever_figure(base))
-    if figures[0] == figures[1] and _finished(variant) and _last_three_mean(variant) != _last_three_mean(base):
+    if figures[0] == figures[1] and finished(variant) and _last_three_mean(variant) != _last_three_mean(base):
         figures = (_lever_figure(variant, 1), _lever_figure(base, 1))
     return f"{figures[0]} vs {figures[1]}"
 
@@ -691,7 +691,7 @@ def levers_table(variants: list[dict[str, Any]], records: list[dict[str, Any]]) 
         cells = ["; ".join(f"s{v['seed']}: {_lever_pair(v, b)}"
                            for v, b in sorted(pairs, key=lambda pair: pair[0]["seed"]) if v["task"] == task) or "-"
                  for task in tasks]
-        done = [(v, b) for v, b in pairs if b is not None and _finished(v) and _finished(b)]
+        done = [(v, b) for v, b in pairs if b is not None and finished(v) and finished(b)]
         above = sum(_last_three_mean(v) > _last_three_mean(b) for v, b in done)
         met = [sum(_verdict(r) == "goal met" for r in side) for side in zip(*done, strict=True)] if done else [0, 0]
         bases = ", ".join(sorted(beside.get(lever, {"-"})))
